@@ -1,0 +1,219 @@
+# softdat — one GNU make build for the headers, libraries, tools and tests.
+#
+#   make               build everything into $(BUILD) (default: build/)
+#   make check         build and run every test (test/run-tests)
+#   make asan | tsan   the same under AddressSanitizer+UBSan / ThreadSanitizer
+#                      (separate trees: build-asan/, build-tsan/)
+#   make install PREFIX=/usr/local DESTDIR=
+#
+# Sources are found by directory, so adding a file needs no edit here:
+#   lib/dat/*.c           -> libdat2.so.2        (the DAT registry)
+#   lib/provider/*.c      -> libdaplsoft.so.2    (the DAT provider)
+#   emu/*.c               -> libsoftrnic.a       (the soft RNIC, linked into the provider)
+#   tools/NAME/*.c        -> bin/NAME            (linked with libdat2 and, for
+#                                                 internals, libsoftrnic.a)
+#   test/unit/dat/*.c     -> test/dat/NAME       (Check; links shared libdat2)
+#   test/unit/provider/*.c-> test/provider/NAME  (Check; provider + emu archives)
+#   test/unit/emu/*.c     -> test/emu/NAME       (Check; emu archive only)
+#   test/helpers/*.c      -> test/helpers/NAME   (programs the end-to-end tests drive)
+#   test/e2e/*.sh         run by test/run-tests
+
+BUILD     ?= build
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+SANITIZE  ?=
+CC        ?= cc
+OPT       ?= -O2
+
+VERSION   := 0.1.0
+
+.DEFAULT_GOAL := all
+
+# ---------------------------------------------------------------- dependencies
+# One clear line per missing dependency, before any compiler error can appear.
+NODEP_GOALS := clean distclean help
+ifeq ($(filter $(NODEP_GOALS),$(MAKECMDGOALS)),)
+  ifeq ($(shell command -v pkg-config 2>/dev/null),)
+    $(error pkg-config not found: run 'apt-get install pkg-config' (or scripts/install-deps))
+  endif
+  ifneq ($(shell pkg-config --exists libevent_core libevent_pthreads && echo yes),yes)
+    $(error libevent not found: run 'apt-get install libevent-dev' (or scripts/install-deps))
+  endif
+  ifneq ($(shell pkg-config --exists check && echo yes),yes)
+    $(error Check not found: run 'apt-get install check' (or scripts/install-deps))
+  endif
+endif
+
+EVENT_CFLAGS := $(shell pkg-config --cflags libevent_core libevent_pthreads 2>/dev/null)
+EVENT_LIBS   := $(shell pkg-config --libs libevent_core libevent_pthreads 2>/dev/null)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
+
+# ---------------------------------------------------------------- flags
+WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wpointer-arith \
+            -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Ilib -I. $(EVENT_CFLAGS)
+CFLAGS   += -std=c11 $(OPT) -g -fPIC -pthread $(WARN)
+LDFLAGS  += -pthread
+
+ifneq ($(SANITIZE),)
+  CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=$(SANITIZE)
+  ifneq ($(findstring thread,$(SANITIZE)),)
+    OPT := -O1
+  endif
+endif
+
+ABS_BUILD := $(abspath $(BUILD))
+OBJ       := $(BUILD)/obj
+
+# ---------------------------------------------------------------- sources
+DAT_SRC   := $(sort $(wildcard lib/dat/*.c))
+PROV_SRC  := $(sort $(wildcard lib/provider/*.c))
+EMU_SRC   := $(sort $(wildcard emu/*.c))
+TOOLS     := $(notdir $(patsubst %/,%,$(sort $(dir $(wildcard tools/*/*.c)))))
+UT_DAT    := $(basename $(notdir $(wildcard test/unit/dat/*.c)))
+UT_PROV   := $(basename $(notdir $(wildcard test/unit/provider/*.c)))
+UT_EMU    := $(basename $(notdir $(wildcard test/unit/emu/*.c)))
+HELPERS   := $(basename $(notdir $(wildcard test/helpers/*.c)))
+
+DAT_OBJ   := $(DAT_SRC:%.c=$(OBJ)/%.o)
+PROV_OBJ  := $(PROV_SRC:%.c=$(OBJ)/%.o)
+EMU_OBJ   := $(EMU_SRC:%.c=$(OBJ)/%.o)
+
+LIBDAT2      := $(BUILD)/lib/libdat2.so.2
+LIBDAT2_LINK := $(BUILD)/lib/libdat2.so
+LIBDAT2_A    := $(OBJ)/libdat2.a
+LIBPROV      := $(BUILD)/lib/libdaplsoft.so.2
+LIBPROV_A    := $(OBJ)/libdaplsoft.a
+LIBEMU_A     := $(OBJ)/libsoftrnic.a
+DATCONF      := $(BUILD)/dat.conf
+
+TOOL_BINS    := $(TOOLS:%=$(BUILD)/bin/%)
+UT_BINS      := $(UT_DAT:%=$(BUILD)/test/dat/%) $(UT_PROV:%=$(BUILD)/test/provider/%) \
+                $(UT_EMU:%=$(BUILD)/test/emu/%)
+HELPER_BINS  := $(HELPERS:%=$(BUILD)/test/helpers/%)
+
+# Tools and test programs find build/lib (or PREFIX/lib once installed) on
+# their own; LD_LIBRARY_PATH still wins over RUNPATH, so Debian's libdat2 can
+# be swapped in for interop runs.
+RUNPATH := -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../lib'
+RUNPATH2 := -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../../lib'
+
+.PHONY: all libs tools tests check asan tsan install uninstall clean distclean help
+all: libs tools tests $(DATCONF)
+libs: $(LIBDAT2) $(LIBDAT2_LINK) $(LIBPROV)
+tools: $(TOOL_BINS)
+tests: $(UT_BINS) $(HELPER_BINS)
+
+-include $(DAT_OBJ:.o=.d) $(PROV_OBJ:.o=.d) $(EMU_OBJ:.o=.d)
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# The provider hides everything but its entry points (RTLD_GLOBAL load).
+$(PROV_OBJ) $(EMU_OBJ): CFLAGS += -fvisibility=hidden
+
+# ---------------------------------------------------------------- libraries
+$(LIBDAT2): $(DAT_OBJ) lib/dat/libdat2.map
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(DAT_OBJ) -Wl,-soname,libdat2.so.2 \
+	  -Wl,--version-script=lib/dat/libdat2.map $(LDFLAGS) -ldl
+
+$(LIBDAT2_LINK): $(LIBDAT2)
+	ln -sf libdat2.so.2 $@
+
+$(LIBDAT2_A): $(DAT_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBEMU_A): $(EMU_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBPROV_A): $(PROV_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+# No libdat2 on the link line: dat_registry_* and dats_get_ia_handle resolve
+# against whichever registry (ours or Debian's) loaded the provider.
+$(LIBPROV): $(PROV_OBJ) $(LIBEMU_A) lib/provider/libdaplsoft.map
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(PROV_OBJ) $(LIBEMU_A) -Wl,-soname,libdaplsoft.so.2 \
+	  -Wl,--version-script=lib/provider/libdaplsoft.map $(LDFLAGS) $(EVENT_LIBS) -lm
+
+$(DATCONF): conf/dat.conf $(LIBPROV)
+	@mkdir -p $(@D)
+	sed -e 's|libdaplsoft\.so\.2|$(ABS_BUILD)/lib/libdaplsoft.so.2|' conf/dat.conf > $@
+
+# ---------------------------------------------------------------- tools
+define tool_rule
+$(BUILD)/bin/$(1): $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/$(1)/*.c)) $(LIBDAT2_LINK) $(LIBEMU_A)
+	@mkdir -p $$(@D)
+	$$(CC) -o $$@ $$(filter %.o,$$^) -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH) $$(LDFLAGS) $(EVENT_LIBS) -lm
+-include $(patsubst %.c,$(OBJ)/%.d,$(wildcard tools/$(1)/*.c))
+endef
+$(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
+
+# ---------------------------------------------------------------- tests
+$(BUILD)/test/dat/%: test/unit/dat/%.c $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -rdynamic -o $@ $< $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
+
+$(BUILD)/test/provider/%: test/unit/provider/%.c $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -o $@ $< $(LIBPROV_A) $(LIBEMU_A) \
+	  -L$(BUILD)/lib -ldat2 $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
+
+$(BUILD)/test/emu/%: test/unit/emu/%.c $(LIBEMU_A)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -o $@ $< $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
+
+$(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
+
+check: all
+	BUILD=$(ABS_BUILD) SANITIZE=$(SANITIZE) test/run-tests
+
+asan:
+	$(MAKE) BUILD=build-asan SANITIZE=address,undefined check
+
+tsan:
+	$(MAKE) BUILD=build-tsan SANITIZE=thread check
+
+# ---------------------------------------------------------------- install
+LIBDIR := $(PREFIX)/lib
+INCDIR := $(PREFIX)/include/dat2
+SYSCONF := $(PREFIX)/etc
+MANDIR := $(PREFIX)/share/man
+
+install: all
+	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(SYSCONF) \
+	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	install -m 644 include/dat2/*.h $(DESTDIR)$(INCDIR)/
+	install -m 755 $(LIBDAT2) $(DESTDIR)$(LIBDIR)/libdat2.so.2
+	ln -sf libdat2.so.2 $(DESTDIR)$(LIBDIR)/libdat2.so
+	install -m 755 $(LIBPROV) $(DESTDIR)$(LIBDIR)/libdaplsoft.so.2
+	ln -sf libdaplsoft.so.2 $(DESTDIR)$(LIBDIR)/libdaplsoft.so
+	install -m 644 conf/dat.conf $(DESTDIR)$(SYSCONF)/dat.conf
+	$(if $(TOOL_BINS),install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/)
+	$(if $(wildcard docs/man/*.1),install -m 644 docs/man/*.1 $(DESTDIR)$(MANDIR)/man1/)
+	$(if $(wildcard docs/man/*.5),install -m 644 docs/man/*.5 $(DESTDIR)$(MANDIR)/man5/)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' conf/dat2.pc.in \
+	  > $(DESTDIR)$(LIBDIR)/pkgconfig/dat2.pc
+
+uninstall:
+	rm -rf $(DESTDIR)$(INCDIR)
+	rm -f $(DESTDIR)$(LIBDIR)/libdat2.so* $(DESTDIR)$(LIBDIR)/libdaplsoft.so* \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig/dat2.pc $(DESTDIR)$(SYSCONF)/dat.conf \
+	  $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%)
+
+clean:
+	rm -rf build build-asan build-tsan
+
+distclean: clean
+
+help:
+	@sed -n '2,20p' Makefile
