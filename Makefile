@@ -52,7 +52,9 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 # ---------------------------------------------------------------- flags
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wpointer-arith \
             -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
-CPPFLAGS += -D_GNU_SOURCE -Iinclude -Ilib -I. $(EVENT_CFLAGS)
+# DAT_INCLUDE=/usr/include builds against the Debian headers instead (comparison runs).
+DAT_INCLUDE ?= include
+CPPFLAGS += -D_GNU_SOURCE -I$(DAT_INCLUDE) -I. $(EVENT_CFLAGS)
 CFLAGS   += -std=c11 $(OPT) -g -fPIC -pthread $(WARN)
 LDFLAGS  += -pthread
 
