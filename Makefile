@@ -153,7 +153,7 @@ $(DATCONF): conf/dat.conf $(LIBPROV)
 define tool_rule
 $(BUILD)/bin/$(1): $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/$(1)/*.c)) $(LIBDAT2_LINK) $(LIBEMU_A)
 	@mkdir -p $$(@D)
-	$$(CC) -o $$@ $$(filter %.o,$$^) -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH) $$(LDFLAGS) $(EVENT_LIBS) -lm
+	$$(CC) -o $$@ $$(filter %.o,$$^) -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $$(RUNPATH) $$(LDFLAGS) $(EVENT_LIBS) -lm
 -include $(patsubst %.c,$(OBJ)/%.d,$(wildcard tools/$(1)/*.c))
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
@@ -176,6 +176,59 @@ $(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
 
+# -- registry test fixture (owner: lib/dat) ----------------------------------
+# A tiny DAT provider that test/unit/dat programs dlopen through dat.conf
+# files they write. Like a real provider it does not link libdat2: its
+# dat_registry_* references resolve against the test program (-rdynamic).
+DATFIX_SO := $(BUILD)/test/fixtures/libdatfix.so
+$(DATFIX_SO): test/fixtures/datfix_provider.c
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=hidden -shared -o $@ $< $(LDFLAGS)
+tests: $(DATFIX_SO)
+$(UT_DAT:%=$(BUILD)/test/dat/%): $(DATFIX_SO)
+# -- end registry test fixture ------------------------------------------------
+
+# ---------------------------------------------------------------- ABI test
+# test/dat/test_abi compares include/dat2 with the Debian libdapl-dev headers
+# found under DEBIAN_DAT_INCLUDE at build/test time. test/abi/abi_gen.py
+# (needs python3 and clang) enumerates every reference name and writes one
+# table of sizes, offsets and values, compiled once against each header set;
+# test/abi/test_abi.c compares the two. Without libdapl-dev, clang or python3
+# the test still builds, and fails naming what is missing.
+DEBIAN_DAT_INCLUDE ?= /usr/include
+ABI_GEN  := $(OBJ)/test/abi
+ABI_TEST := $(BUILD)/test/dat/test_abi
+ABI_OBJS := $(ABI_GEN)/abi_ours.o $(ABI_GEN)/abi_ref.o $(ABI_GEN)/abi_findings.o
+
+$(ABI_GEN)/abi_table.c: test/abi/abi_gen.py $(wildcard include/dat2/*.h) \
+                        $(wildcard $(DEBIAN_DAT_INCLUDE)/dat2/*.h)
+	@mkdir -p $(@D)
+	@if command -v python3 >/dev/null 2>&1; then \
+	  python3 test/abi/abi_gen.py --ref $(DEBIAN_DAT_INCLUDE) --ours include --outdir $(@D); \
+	else \
+	  printf '%s\n' '#include "test/abi/abi_table.h"' \
+	    'const struct abi_entry ABI_TABLE[] = { { 0, 0, 0, 0 } };' > $@; \
+	  printf '%s\n' '#include "test/abi/abi_table.h"' \
+	    'const char *const abi_findings[] = { "python3 not found: the ABI test needs python3 and clang", 0 };' \
+	    'const char *const abi_accepted[] = { 0 };' \
+	    'const char *const abi_counts = "nothing compared";' > $(@D)/abi_findings.c; \
+	fi
+$(ABI_GEN)/abi_findings.c: $(ABI_GEN)/abi_table.c ;
+
+$(ABI_GEN)/abi_ours.o: $(ABI_GEN)/abi_table.c test/abi/abi_table.h
+	$(CC) -std=gnu11 -D_GNU_SOURCE -w -I. -Iinclude -DABI_TABLE=abi_table_ours -c $< -o $@
+$(ABI_GEN)/abi_ref.o: $(ABI_GEN)/abi_table.c test/abi/abi_table.h
+	$(CC) -std=gnu11 -D_GNU_SOURCE -w -I. -I$(DEBIAN_DAT_INCLUDE) -DABI_TABLE=abi_table_ref -c $< -o $@
+$(ABI_GEN)/abi_findings.o: $(ABI_GEN)/abi_findings.c test/abi/abi_table.h
+	$(CC) -std=gnu11 -w -I. -c $< -o $@
+
+$(ABI_TEST): test/abi/test_abi.c test/abi/abi_table.h $(ABI_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -o $@ $< $(ABI_OBJS) $(LDFLAGS) $(CHECK_LIBS)
+
+tests: $(ABI_TEST)
+# ---------------------------------------------------------------- end ABI test
+
 check: all
 	BUILD=$(ABS_BUILD) SANITIZE=$(SANITIZE) test/run-tests
 
@@ -193,7 +246,7 @@ MANDIR := $(PREFIX)/share/man
 
 install: all
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(SYSCONF) \
-	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
 	install -m 644 include/dat2/*.h $(DESTDIR)$(INCDIR)/
 	install -m 755 $(LIBDAT2) $(DESTDIR)$(LIBDIR)/libdat2.so.2
 	ln -sf libdat2.so.2 $(DESTDIR)$(LIBDIR)/libdat2.so
@@ -203,6 +256,7 @@ install: all
 	$(if $(TOOL_BINS),install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(wildcard docs/man/*.1),install -m 644 docs/man/*.1 $(DESTDIR)$(MANDIR)/man1/)
 	$(if $(wildcard docs/man/*.5),install -m 644 docs/man/*.5 $(DESTDIR)$(MANDIR)/man5/)
+	$(if $(wildcard docs/man/*.7),install -m 644 docs/man/*.7 $(DESTDIR)$(MANDIR)/man7/)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' conf/dat2.pc.in \
 	  > $(DESTDIR)$(LIBDIR)/pkgconfig/dat2.pc
 

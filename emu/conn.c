@@ -1,0 +1,1578 @@
+/* Connection manager: listeners, connect, accept/reject, MPA v2 handshake
+ * with RTR, teardown. State machine and locking: docs/emu-design.md. */
+#include "emu/conn.h"
+
+#include "emu/ddp.h"
+#include "emu/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#define ACCEPT_BATCH 32 /* TCP accepts per readiness callback */
+#define DRAIN_ROUNDS 16 /* reads per callback when there is no rx hook */
+#define RTR_MAX_FPDU 64 /* a Read Request RTR is 52 bytes on the wire */
+
+enum cstate {
+    CS_NEW,             /* active: connect job not run yet */
+    CS_A_TCP,           /* active: TCP connect in progress */
+    CS_A_SEND_REQ,      /* active: writing the MPA Request */
+    CS_A_WAIT_REP,      /* active: reading the MPA Reply */
+    CS_A_SEND_RTR,      /* active: writing the RTR */
+    CS_P_WAIT_REQ,      /* passive: reading the MPA Request (listener owns it) */
+    CS_P_PENDING,       /* passive: delivered, waiting for accept/reject */
+    CS_P_DEAD,          /* passive: delivered, peer gone or misbehaved */
+    CS_P_SEND_REP,      /* passive: writing the accepting Reply */
+    CS_P_WAIT_RTR,      /* passive: reading the RTR */
+    CS_P_SEND_RTR_RESP, /* passive: writing the zero-length Read Response */
+    CS_REJECTING,       /* passive: reject Reply written, lingering (engine owns it) */
+    CS_EST,             /* established */
+    CS_CLOSING,         /* established, our FIN sent, waiting for the peer's */
+    CS_CLOSED,          /* socket closed */
+};
+
+static const char *const state_names[] = {
+    "NEW", "A_TCP", "A_SEND_REQ", "A_WAIT_REP", "A_SEND_RTR", "P_WAIT_REQ", "P_PENDING",
+    "P_DEAD", "P_SEND_REP", "P_WAIT_RTR", "P_SEND_RTR_RESP", "REJECTING", "EST", "CLOSING",
+    "CLOSED"};
+
+struct emu_conn {
+    struct emu_engine *e;
+    atomic_int refs;            /* owner (user, listener or engine) + queued jobs */
+    pthread_mutex_t lock;       /* state, fd, w, want_tx, info (cross-thread readers) */
+    enum cstate state;
+    int fd;
+    struct emu_fdw *w;
+    struct emu_timer *timer;
+    struct emu_engine_hook hook;
+    bool want_tx;
+
+    /* engine thread only below (or before the first job is queued) */
+    bool initiator;
+    bool released;              /* resources gone, owner ref dropped */
+    bool user_gone;             /* no more events (freed, consumed by reject) */
+    bool free_pending;          /* emu_conn_free from inside a callback */
+    bool terminal_sent;
+    bool answered;              /* passive: accept/reject called (under lock) */
+    int in_cb;
+    int dead_err;               /* CS_P_DEAD: why */
+
+    struct emu_listener *listener; /* CS_P_WAIT_REQ only */
+    struct emu_conn *lprev, *lnext;
+
+    struct emu_conn_ops ops;
+    void *ctx;
+    struct emu_conn_params params;
+    struct emu_mpa_policy pol;
+    struct emu_mpa_frame req;   /* sent (active) / received (passive); pd -> req_pd */
+    uint8_t req_pd[EMU_MPA_PD_MAX];
+    uint8_t apd[EMU_CONN_PDATA_MAX]; /* accept/reject private data */
+    uint16_t apd_len;
+    struct emu_conn_info info;
+    struct sockaddr_storage target;
+    socklen_t target_len;
+
+    uint8_t in[EMU_MPA_FRAME_MAX];
+    size_t in_len, in_need;
+    int in_phase;
+    uint8_t out[EMU_MPA_FRAME_MAX + RTR_MAX_FPDU];
+    size_t out_len, out_off;
+};
+
+struct emu_listener {
+    struct emu_engine *e;
+    int fd;
+    struct emu_fdw *w;
+    struct emu_listener_ops ops;
+    void *ctx;
+    struct sockaddr_storage addr;
+    socklen_t alen;
+    uint16_t port;
+    struct emu_conn *pending;   /* CS_P_WAIT_REQ connections */
+    struct emu_engine_hook hook;
+    int in_cb;
+    bool free_pending;
+    bool released;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+const char *emu_conn_event_name(enum emu_conn_event_type t)
+{
+    switch (t) {
+    case EMU_CONN_ESTABLISHED: return "ESTABLISHED";
+    case EMU_CONN_PEER_REJECTED: return "PEER_REJECTED";
+    case EMU_CONN_NON_PEER_REJECTED: return "NON_PEER_REJECTED";
+    case EMU_CONN_UNREACHABLE: return "UNREACHABLE";
+    case EMU_CONN_TIMED_OUT: return "TIMED_OUT";
+    case EMU_CONN_ACCEPT_ERROR: return "ACCEPT_ERROR";
+    case EMU_CONN_DISCONNECTED: return "DISCONNECTED";
+    case EMU_CONN_BROKEN: return "BROKEN";
+    }
+    return "?";
+}
+
+static pthread_once_t g_crc_once = PTHREAD_ONCE_INIT;
+static enum emu_crc_mode g_crc_mode = EMU_CRC_AUTO;
+
+static void crc_env_init(void)
+{
+    const char *v = getenv("SOFTDAT_CRC");
+    if (v == NULL || *v == '\0' || strcasecmp(v, "auto") == 0)
+        g_crc_mode = EMU_CRC_AUTO;
+    else if (strcasecmp(v, "on") == 0 || strcmp(v, "1") == 0)
+        g_crc_mode = EMU_CRC_ON;
+    else if (strcasecmp(v, "off") == 0 || strcmp(v, "0") == 0)
+        g_crc_mode = EMU_CRC_OFF;
+    else
+        SD_WARN("conn", "SOFTDAT_CRC=%s not understood (on|off|auto); using auto", v);
+}
+
+enum emu_crc_mode emu_conn_crc_env(void)
+{
+    pthread_once(&g_crc_once, crc_env_init);
+    return g_crc_mode;
+}
+
+bool emu_sockaddr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa == NULL)
+        return false;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+            return true;
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+            return in6->sin6_addr.s6_addr[12] == 127;
+    }
+    return false;
+}
+
+uint16_t emu_sockaddr_port(const struct sockaddr *sa)
+{
+    if (sa && sa->sa_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    if (sa && sa->sa_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    return 0;
+}
+
+static void sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+    if (ss->ss_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons(port);
+    else if (ss->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+char *emu_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (sa && sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof host);
+        snprintf(buf, len, "%s:%u", host, emu_sockaddr_port(sa));
+    } else if (sa && sa->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof host);
+        snprintf(buf, len, "[%s]:%u", host, emu_sockaddr_port(sa));
+    } else {
+        snprintf(buf, len, "?");
+    }
+    return buf;
+}
+
+/* Copy a caller's address into ss; -EINVAL / -EAFNOSUPPORT. */
+static int addr_copy(struct sockaddr_storage *ss, socklen_t *sslen, const struct sockaddr *sa,
+                     socklen_t len)
+{
+    if (sa == NULL)
+        return -EINVAL;
+    memset(ss, 0, sizeof *ss);
+    if (sa->sa_family == AF_INET) {
+        if (len < (socklen_t)sizeof(struct sockaddr_in))
+            return -EINVAL;
+        memcpy(ss, sa, sizeof(struct sockaddr_in));
+        *sslen = sizeof(struct sockaddr_in);
+        return 0;
+    }
+    if (sa->sa_family == AF_INET6) {
+        if (len < (socklen_t)sizeof(struct sockaddr_in6))
+            return -EINVAL;
+        memcpy(ss, sa, sizeof(struct sockaddr_in6));
+        *sslen = sizeof(struct sockaddr_in6);
+        return 0;
+    }
+    return -EAFNOSUPPORT;
+}
+
+static bool crc_wanted(enum emu_crc_mode m, const struct sockaddr *local,
+                       const struct sockaddr *peer)
+{
+    if (m == EMU_CRC_DEFAULT)
+        m = emu_conn_crc_env();
+    if (m == EMU_CRC_ON)
+        return true;
+    if (m == EMU_CRC_OFF)
+        return false;
+    return !(emu_sockaddr_is_loopback(local) && emu_sockaddr_is_loopback(peer));
+}
+
+static void sock_tune(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* Close fd; abortive = RST instead of FIN (SO_LINGER 0). */
+static void close_fd(int fd, bool abortive)
+{
+    if (fd < 0)
+        return;
+    if (abortive) {
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
+    close(fd);
+}
+
+/* ---------------------------------------------------------------- conn core */
+
+static void conn_put(struct emu_conn *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) == 1) {
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+    }
+}
+
+static void set_state(struct emu_conn *c, enum cstate s)
+{
+    SD_TRACE("conn", "%p %s -> %s", (void *)c, state_names[c->state], state_names[s]);
+    pthread_mutex_lock(&c->lock);
+    c->state = s;
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void listener_unlink(struct emu_conn *c)
+{
+    struct emu_listener *l = c->listener;
+    if (l == NULL)
+        return;
+    if (c->lprev)
+        c->lprev->lnext = c->lnext;
+    else
+        l->pending = c->lnext;
+    if (c->lnext)
+        c->lnext->lprev = c->lprev;
+    c->lprev = c->lnext = NULL;
+    c->listener = NULL;
+}
+
+/* Close the socket and stop watching it (engine thread). The object stays. */
+static void conn_close(struct emu_conn *c, bool abortive)
+{
+    listener_unlink(c);
+    if (c->timer)
+        emu_timer_cancel(c->timer);
+    pthread_mutex_lock(&c->lock);
+    struct emu_fdw *w = c->w;
+    int fd = c->fd;
+    c->w = NULL;
+    c->fd = -1;
+    c->info.fd = -1;
+    if (c->state != CS_CLOSED)
+        SD_TRACE("conn", "%p %s -> CLOSED%s", (void *)c, state_names[c->state],
+                 abortive ? " (RST)" : "");
+    c->state = CS_CLOSED;
+    pthread_mutex_unlock(&c->lock);
+    /* After the unlock no writer can see fd: safe to close it. */
+    emu_fdw_free(w);
+    close_fd(fd, abortive);
+}
+
+/* Drop everything and the owner's reference (engine thread). */
+static void conn_release(struct emu_conn *c)
+{
+    if (c->released)
+        return;
+    c->released = true;
+    c->user_gone = true;
+    conn_close(c, true);
+    emu_timer_free(c->timer);
+    c->timer = NULL;
+    emu_engine_hook_del(c->e, &c->hook);
+    conn_put(c);
+}
+
+static void conn_hook_fn(struct emu_engine_hook *h)
+{
+    struct emu_conn *c = (struct emu_conn *)((char *)h - offsetof(struct emu_conn, hook));
+    conn_release(c);
+}
+
+/* Every engine-side entry (I/O, timer, job) brackets its work with
+ * enter/leave: the reference keeps c's memory alive even if the work
+ * releases it, and a free requested from inside a callback runs here. */
+static void enter(struct emu_conn *c)
+{
+    atomic_fetch_add(&c->refs, 1);
+    c->in_cb++;
+}
+
+static void leave(struct emu_conn *c)
+{
+    if (--c->in_cb == 0 && c->free_pending) {
+        c->free_pending = false;
+        conn_release(c);
+    }
+    conn_put(c);
+}
+
+/* True when the engine should stop working on c. */
+static bool gone(const struct emu_conn *c)
+{
+    return c->released || c->free_pending;
+}
+
+static void deliver(struct emu_conn *c, enum emu_conn_event_type t, int err, const void *pd,
+                    uint16_t pd_len)
+{
+    if (emu_conn_event_is_terminal(t)) {
+        if (c->terminal_sent)
+            return;
+        c->terminal_sent = true;
+    }
+    SD_DBG("conn", "%p event %s err %d pdata %u", (void *)c, emu_conn_event_name(t), err,
+           (unsigned)pd_len);
+    if (c->user_gone || c->free_pending || c->ops.event == NULL)
+        return;
+    struct emu_conn_event ev = {.type = t, .err = err, .pdata = pd_len ? pd : NULL,
+                                .pdata_len = pd_len};
+    c->ops.event(c, &ev, c->ctx);
+}
+
+/* Close (socket) and report a terminal event. */
+static void finish(struct emu_conn *c, enum emu_conn_event_type t, int err, bool abortive)
+{
+    conn_close(c, abortive);
+    deliver(c, t, err, NULL, 0);
+}
+
+static struct emu_conn *conn_alloc(struct emu_engine *e)
+{
+    struct emu_conn *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NULL;
+    c->e = e;
+    atomic_init(&c->refs, 1);
+    pthread_mutex_init(&c->lock, NULL);
+    c->fd = -1;
+    c->info.fd = -1;
+    c->state = CS_NEW;
+    c->hook.fn = conn_hook_fn;
+    return c;
+}
+
+static void fill_addrs(struct emu_conn *c)
+{
+    c->info.local_len = sizeof c->info.local;
+    getsockname(c->fd, (struct sockaddr *)&c->info.local, &c->info.local_len);
+    c->info.peer_len = sizeof c->info.peer;
+    if (getpeername(c->fd, (struct sockaddr *)&c->info.peer, &c->info.peer_len) != 0) {
+        memcpy(&c->info.peer, &c->target, sizeof c->target);
+        c->info.peer_len = c->target_len;
+    }
+    int mss = 0;
+    socklen_t sl = sizeof mss;
+    if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) != 0 || mss <= 0)
+        mss = 536;
+    c->info.emss = (uint32_t)mss;
+    c->info.mulpdu = emu_mpa_mulpdu((uint32_t)mss);
+}
+
+static void watch(struct emu_conn *c, unsigned on, unsigned off)
+{
+    if (c->w == NULL)
+        return;
+    if (off)
+        emu_fdw_disable(c->w, off);
+    if (on)
+        emu_fdw_enable(c->w, on);
+}
+
+static void conn_io(int fd, unsigned what, void *arg);
+static void conn_timer(void *arg);
+
+/* Watcher + timer + hook; engine thread or before the conn is published. */
+static int conn_attach(struct emu_conn *c)
+{
+    c->w = emu_fdw_new(c->e, c->fd, conn_io, c);
+    c->timer = emu_timer_new(c->e, conn_timer, c);
+    if (c->w == NULL || c->timer == NULL)
+        return -ENOMEM;
+    return emu_engine_hook_add(c->e, &c->hook);
+}
+
+/* Queue fn(c) with a reference held for it. */
+static int conn_post(struct emu_conn *c, emu_fn fn)
+{
+    atomic_fetch_add(&c->refs, 1);
+    int rc = emu_engine_run_async(c->e, fn, c);
+    if (rc != 0)
+        conn_put(c);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- handshake I/O */
+
+/* 1 = all of in_need read, 0 = would block, -errno (-ECONNABORTED on EOF). */
+static int hs_read(struct emu_conn *c)
+{
+    for (int i = 0; i < 8 && c->in_len < c->in_need; i++) {
+        ssize_t n = recv(c->fd, c->in + c->in_len, c->in_need - c->in_len, 0);
+        if (n > 0) {
+            c->in_len += (size_t)n;
+        } else if (n == 0) {
+            return -ECONNABORTED;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            return 0;
+        } else if (errno != EINTR) {
+            return -errno;
+        }
+    }
+    return c->in_len >= c->in_need ? 1 : 0;
+}
+
+static void out_done(struct emu_conn *c);
+static void hs_fail(struct emu_conn *c, int err);
+
+/* Write what is left of out; enables write interest on EAGAIN. */
+static void flush_out(struct emu_conn *c)
+{
+    while (c->out_off < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            c->out_off += (size_t)n;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            watch(c, EMU_EV_WRITE, 0);
+            return;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            hs_fail(c, n < 0 ? errno : EPIPE);
+            return;
+        }
+    }
+    c->out_len = c->out_off = 0;
+    if (!c->want_tx)
+        watch(c, 0, EMU_EV_WRITE);
+    out_done(c);
+}
+
+static void expect(struct emu_conn *c, size_t need)
+{
+    c->in_len = 0;
+    c->in_need = need;
+    c->in_phase = 0;
+}
+
+/* A tagged zero-length FPDU (RTR Write or Read Response) into out. */
+static int build_tagged0(struct emu_conn *c, unsigned op, uint32_t stag, uint64_t to)
+{
+    struct emu_ddp_hdr h;
+    memset(&h, 0, sizeof h);
+    h.opcode = (uint8_t)op;
+    h.tagged = true;
+    h.last = true;
+    h.stag = stag;
+    h.to = to;
+    size_t hlen = 0;
+    if (emu_fpdu_build_hdr(&h, 0, c->out, sizeof c->out, &hlen) != EMU_DDP_OK)
+        return -EPROTO;
+    size_t tl = emu_fpdu_build_trailer(c->out, hlen, NULL, 0, c->info.crc, c->out + hlen);
+    c->out_len = hlen + tl;
+    c->out_off = 0;
+    return 0;
+}
+
+/* Best effort: one Terminate (LLP / MPA, code) before closing. */
+static void send_llp_terminate(struct emu_conn *c, uint8_t code)
+{
+    if (code == 0 || c->fd < 0)
+        return;
+    struct emu_term t;
+    struct emu_ddp_hdr h;
+    emu_term_init(&t, EMU_TERM_LLP, EMU_TERM_LLP_MPA, code, NULL, 0, 0);
+    emu_term_hdr(&h, &t);
+    uint8_t buf[EMU_FPDU_HDR_MAX + EMU_FPDU_TRAILER_MAX];
+    size_t hlen = 0;
+    if (emu_fpdu_build_hdr(&h, 0, buf, sizeof buf, &hlen) != EMU_DDP_OK)
+        return;
+    size_t tl = emu_fpdu_build_trailer(buf, hlen, NULL, 0, c->info.crc, buf + hlen);
+    ssize_t n = send(c->fd, buf, hlen + tl, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)n;
+}
+
+/* ---------------------------------------------------------------- established */
+
+static void establish(struct emu_conn *c, const void *pd, uint16_t pd_len)
+{
+    if (c->timer)
+        emu_timer_cancel(c->timer);
+    pthread_mutex_lock(&c->lock);
+    c->state = CS_EST;
+    c->info.fd = c->fd;
+    c->info.initiator = c->initiator;
+    pthread_mutex_unlock(&c->lock);
+    watch(c, EMU_EV_READ, 0);
+    deliver(c, EMU_CONN_ESTABLISHED, 0, pd, pd_len);
+}
+
+static void set_result(struct emu_conn *c, const struct emu_mpa_result *r)
+{
+    pthread_mutex_lock(&c->lock);
+    c->info.crc = r->crc;
+    c->info.p2p = r->p2p;
+    c->info.rtr = r->p2p ? r->rtr : EMU_MPA_RTR_NONE;
+    c->info.ird = r->ird;
+    c->info.ord = r->ord;
+    c->info.mpa_rev = r->rev;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Read side of an established (or closing) connection. */
+static int drain(struct emu_conn *c)
+{
+    char buf[4096];
+    for (int i = 0; i < DRAIN_ROUNDS; i++) {
+        ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+        if (n > 0)
+            continue;
+        if (n == 0)
+            return EMU_RX_EOF;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return EMU_RX_OK;
+        if (errno != EINTR)
+            return -errno;
+    }
+    return EMU_RX_OK;
+}
+
+static void est_readable(struct emu_conn *c)
+{
+    int rc = c->ops.rx ? c->ops.rx(c, c->fd, c->ctx) : drain(c);
+    if (gone(c) || c->state == CS_CLOSED || rc == EMU_RX_OK)
+        return;
+    if (rc == EMU_RX_EOF)
+        finish(c, EMU_CONN_DISCONNECTED, 0, false);
+    else if (rc == -ECONNRESET || rc == -EPIPE)
+        finish(c, EMU_CONN_DISCONNECTED, ECONNRESET, true);
+    else
+        finish(c, EMU_CONN_BROKEN, rc < 0 ? -rc : EPROTO, true);
+}
+
+/* ---------------------------------------------------------------- active side */
+
+static enum emu_conn_event_type connect_err_type(int err)
+{
+    switch (err) {
+    case ECONNREFUSED:
+        return EMU_CONN_NON_PEER_REJECTED;
+    case ENETUNREACH:
+    case EHOSTUNREACH:
+    case ETIMEDOUT:
+    case EHOSTDOWN:
+    case ENETDOWN:
+    case EADDRNOTAVAIL:
+        return EMU_CONN_UNREACHABLE;
+    default:
+        return EMU_CONN_NON_PEER_REJECTED;
+    }
+}
+
+static void tcp_connected(struct emu_conn *c)
+{
+    fill_addrs(c);
+    c->pol.rev = 2;
+    c->pol.crc = crc_wanted(c->params.crc, (struct sockaddr *)&c->info.local,
+                            (struct sockaddr *)&c->info.peer);
+    c->pol.p2p = !c->params.no_p2p;
+    /* Only the Write RTR: it needs nothing from the responder's data path. */
+    c->pol.rtr = EMU_MPA_RTR_WRITE;
+    c->pol.ird = c->params.ird;
+    c->pol.ord = c->params.ord;
+    size_t len = 0;
+    int rc = emu_mpa_init_request(&c->req, &c->pol, c->req.pd, c->req.pd_len);
+    if (rc == EMU_MPA_OK)
+        rc = emu_mpa_encode(&c->req, c->out, sizeof c->out, &len);
+    if (rc != EMU_MPA_OK) {
+        SD_ERR("conn", "MPA request: %s", emu_mpa_strerror(rc));
+        finish(c, EMU_CONN_NON_PEER_REJECTED, EINVAL, true);
+        return;
+    }
+    c->info.crc = c->pol.crc; /* provisional, for a Terminate before the Reply */
+    c->out_len = len;
+    c->out_off = 0;
+    set_state(c, CS_A_SEND_REQ);
+    flush_out(c);
+}
+
+static void connect_job(void *arg)
+{
+    struct emu_conn *c = arg;
+    enter(c);
+    if (!gone(c) && c->state == CS_NEW) {
+        if (c->params.timeout_us != 0 && c->params.timeout_us != EMU_TIMEOUT_INFINITE)
+            emu_timer_arm(c->timer, c->params.timeout_us);
+        set_state(c, CS_A_TCP);
+        int rc = connect(c->fd, (struct sockaddr *)&c->target, c->target_len);
+        if (rc == 0) {
+            watch(c, 0, EMU_EV_WRITE);
+            tcp_connected(c);
+        } else if (errno == EINPROGRESS || errno == EINTR) {
+            watch(c, EMU_EV_WRITE, 0);
+        } else {
+            int err = errno;
+            finish(c, connect_err_type(err), err, true);
+        }
+    }
+    leave(c);
+    conn_put(c);
+}
+
+static void reply_complete(struct emu_conn *c)
+{
+    struct emu_mpa_frame rep;
+    int rc = emu_mpa_parse(c->in, c->in_len, EMU_MPA_REPLY, 2, 0, &rep);
+    if (rc != EMU_MPA_OK && rc != EMU_MPA_E_MARKERS) {
+        SD_INFO("conn", "%p bad MPA Reply: %s", (void *)c, emu_mpa_strerror(rc));
+        finish(c, EMU_CONN_NON_PEER_REJECTED, EPROTO, true);
+        return;
+    }
+    struct emu_mpa_result res;
+    rc = emu_mpa_confirm(&c->req, &rep, &c->pol, &res);
+    if (rc == EMU_MPA_E_REJECTED) {
+        conn_close(c, false);
+        deliver(c, EMU_CONN_PEER_REJECTED, 0, rep.pd, rep.pd_len);
+        return;
+    }
+    if (rc != EMU_MPA_OK) {
+        SD_INFO("conn", "%p unusable MPA Reply: %s", (void *)c, emu_mpa_strerror(rc));
+        send_llp_terminate(c, emu_mpa_err_llp_ecode(rc));
+        finish(c, EMU_CONN_NON_PEER_REJECTED, EPROTO, true);
+        return;
+    }
+    set_result(c, &res);
+    if (res.p2p) {
+        /* Zero-length RDMA Write, STag 1 (never 0: Chelsio rejects it). */
+        if (build_tagged0(c, EMU_OP_WRITE, 1, 0) != 0) {
+            finish(c, EMU_CONN_NON_PEER_REJECTED, EPROTO, true);
+            return;
+        }
+        set_state(c, CS_A_SEND_RTR);
+        flush_out(c);
+        return;
+    }
+    establish(c, rep.pd, rep.pd_len);
+}
+
+static void active_readable(struct emu_conn *c)
+{
+    int rc = hs_read(c);
+    if (rc == 1 && c->in_phase == 0) {
+        size_t more = 0;
+        int prc = emu_mpa_parse_header(c->in, c->in_len, EMU_MPA_REPLY, 2, 0, &more);
+        if (prc != EMU_MPA_OK) {
+            SD_INFO("conn", "%p bad MPA Reply header: %s", (void *)c, emu_mpa_strerror(prc));
+            finish(c, EMU_CONN_NON_PEER_REJECTED, EPROTO, true);
+            return;
+        }
+        c->in_phase = 1;
+        c->in_need = EMU_MPA_HDR_LEN + more;
+        rc = more ? hs_read(c) : 1;
+    }
+    if (rc == 1) {
+        reply_complete(c);
+    } else if (rc < 0) {
+        /* Closed or reset before a Reply: the responder refused us. */
+        finish(c, EMU_CONN_NON_PEER_REJECTED, rc == -ECONNABORTED ? ECONNRESET : -rc, true);
+    }
+}
+
+/* ---------------------------------------------------------------- passive side */
+
+static void listener_release(struct emu_listener *l);
+
+static void deliver_request(struct emu_conn *c)
+{
+    struct emu_listener *l = c->listener;
+    listener_unlink(c);
+    emu_timer_cancel(c->timer);
+    set_state(c, CS_P_PENDING);
+    struct emu_conn_request r = {
+        .conn = c,
+        .peer = (struct sockaddr *)&c->info.peer,
+        .peer_len = c->info.peer_len,
+        .local = (struct sockaddr *)&c->info.local,
+        .local_len = c->info.local_len,
+        .local_port = emu_sockaddr_port((struct sockaddr *)&c->info.local),
+        .pdata = c->req.pd_len ? c->req_pd : NULL,
+        .pdata_len = c->req.pd_len,
+        .peer_ird = c->req.ird,
+        .peer_ord = c->req.ord,
+        .peer_p2p = c->req.p2p,
+        .mpa_rev = c->req.rev,
+    };
+    l->in_cb++;
+    l->ops.request(l, &r, l->ctx);
+    if (--l->in_cb == 0 && l->free_pending)
+        listener_release(l);
+}
+
+static void reject_reply(struct emu_conn *c, const void *pd, uint16_t pd_len);
+
+static void request_complete(struct emu_conn *c)
+{
+    struct emu_mpa_frame f;
+    int rc = emu_mpa_parse_strict(c->in, c->in_len, EMU_MPA_REQUEST, 2, 0, &f);
+    if (rc == EMU_MPA_E_MARKERS) {
+        /* A well-formed Request we cannot serve: reject it politely. */
+        c->req = f;
+        memcpy(c->req_pd, f.pd, f.pd_len);
+        c->req.pd = c->req_pd;
+        listener_unlink(c);
+        reject_reply(c, NULL, 0);
+        return;
+    }
+    if (rc != EMU_MPA_OK) {
+        SD_INFO("conn", "%p bad MPA Request: %s", (void *)c, emu_mpa_strerror(rc));
+        conn_release(c);
+        return;
+    }
+    c->req = f;
+    if (f.pd_len)
+        memcpy(c->req_pd, f.pd, f.pd_len);
+    c->req.pd = c->req_pd;
+    deliver_request(c);
+}
+
+static void passive_req_readable(struct emu_conn *c)
+{
+    int rc = hs_read(c);
+    if (rc == 1 && c->in_phase == 0) {
+        size_t more = 0;
+        int prc = emu_mpa_parse_header(c->in, c->in_len, EMU_MPA_REQUEST, 2, 0, &more);
+        if (prc != EMU_MPA_OK) {
+            SD_INFO("conn", "%p bad MPA Request header: %s", (void *)c,
+                    emu_mpa_strerror(prc));
+            conn_release(c); /* garbage: RST, no reply */
+            return;
+        }
+        c->in_phase = 1;
+        c->in_need = EMU_MPA_HDR_LEN + more;
+        rc = more ? hs_read(c) : 1;
+    }
+    if (rc == 1)
+        request_complete(c);
+    else if (rc < 0)
+        conn_release(c);
+}
+
+/* Waiting for the owner: any byte or EOF from the initiator kills it. */
+static void pending_readable(struct emu_conn *c)
+{
+    char b;
+    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    c->dead_err = n == 0 ? ECONNRESET : n > 0 ? EPROTO : errno;
+    SD_DBG("conn", "%p request died before the answer (%s)", (void *)c, strerror(c->dead_err));
+    conn_close(c, n > 0);
+    set_state(c, CS_P_DEAD);
+}
+
+static void rtr_complete(struct emu_conn *c)
+{
+    uint16_t ulpdu = (uint16_t)(c->in[0] << 8 | c->in[1]);
+    struct emu_ddp_hdr h;
+    size_t need = 0;
+    int rc = emu_ddp_parse(c->in + 2, ulpdu, ulpdu, NULL, &h, &need);
+    if (rc != EMU_DDP_OK) {
+        SD_INFO("conn", "%p bad RTR: %s", (void *)c, emu_ddp_strerror(rc));
+        finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
+        return;
+    }
+    if (c->info.crc) {
+        struct iovec v = {.iov_base = c->in, .iov_len = c->in_len};
+        if (!emu_fpdu_crc_ok(&v, 1)) {
+            send_llp_terminate(c, EMU_MPA_LLP_CRC);
+            finish(c, EMU_CONN_ACCEPT_ERROR, EBADMSG, true);
+            return;
+        }
+    }
+    if (c->info.rtr == EMU_MPA_RTR_WRITE && h.opcode == EMU_OP_WRITE && h.payload_len == 0 &&
+        h.last) {
+        establish(c, NULL, 0);
+        return;
+    }
+    if (c->info.rtr == EMU_MPA_RTR_READ && h.opcode == EMU_OP_READ_REQ && h.msn == 1 &&
+        h.u.rreq.size == 0) {
+        if (build_tagged0(c, EMU_OP_READ_RESP, h.u.rreq.sink_stag, h.u.rreq.sink_to) != 0) {
+            finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
+            return;
+        }
+        set_state(c, CS_P_SEND_RTR_RESP);
+        flush_out(c);
+        return;
+    }
+    SD_INFO("conn", "%p RTR is not the negotiated zero-length %s", (void *)c,
+            c->info.rtr == EMU_MPA_RTR_READ ? "Read" : "Write");
+    send_llp_terminate(c, EMU_MPA_LLP_NO_RTR);
+    finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
+}
+
+static void rtr_readable(struct emu_conn *c)
+{
+    int rc = hs_read(c);
+    if (rc == 1 && c->in_phase == 0) {
+        uint32_t ulpdu = (uint32_t)(c->in[0] << 8 | c->in[1]);
+        uint32_t total = emu_fpdu_wire_len(ulpdu);
+        if (ulpdu < EMU_DDP_TAGGED_HLEN || total > RTR_MAX_FPDU) {
+            SD_INFO("conn", "%p first FPDU (ULPDU %u) is no RTR", (void *)c, ulpdu);
+            finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
+            return;
+        }
+        c->in_phase = 1;
+        c->in_need = total;
+        rc = hs_read(c);
+    }
+    if (rc == 1)
+        rtr_complete(c);
+    else if (rc < 0)
+        finish(c, EMU_CONN_ACCEPT_ERROR, rc == -ECONNABORTED ? ECONNRESET : -rc, true);
+}
+
+static void reject_reply(struct emu_conn *c, const void *pd, uint16_t pd_len)
+{
+    /* The engine owns the connection from here on. */
+    c->user_gone = true;
+    struct emu_mpa_frame rep;
+    struct emu_mpa_policy pol = {.rev = 2};
+    size_t len = 0;
+    int rc = emu_mpa_reject(&c->req, &pol, pd, pd_len, &rep);
+    if (rc == EMU_MPA_OK)
+        rc = emu_mpa_encode(&rep, c->out, sizeof c->out, &len);
+    if (rc != EMU_MPA_OK) {
+        conn_release(c);
+        return;
+    }
+    c->out_len = len;
+    c->out_off = 0;
+    set_state(c, CS_REJECTING);
+    emu_timer_arm(c->timer, EMU_CONN_REJECT_LINGER_US);
+    flush_out(c);
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static void hs_fail(struct emu_conn *c, int err)
+{
+    switch (c->state) {
+    case CS_A_TCP:
+    case CS_A_SEND_REQ:
+    case CS_A_WAIT_REP:
+    case CS_A_SEND_RTR:
+        finish(c, EMU_CONN_NON_PEER_REJECTED, err, true);
+        break;
+    case CS_P_SEND_REP:
+    case CS_P_WAIT_RTR:
+    case CS_P_SEND_RTR_RESP:
+        finish(c, EMU_CONN_ACCEPT_ERROR, err, true);
+        break;
+    default:
+        conn_release(c);
+        break;
+    }
+}
+
+static void out_done(struct emu_conn *c)
+{
+    switch (c->state) {
+    case CS_A_SEND_REQ:
+        set_state(c, CS_A_WAIT_REP);
+        expect(c, EMU_MPA_HDR_LEN);
+        watch(c, EMU_EV_READ, 0);
+        break;
+    case CS_A_SEND_RTR:
+        /* The Reply is still in c->in: its private data goes with the event. */
+        establish(c, c->in + EMU_MPA_HDR_LEN + (c->req.enhanced ? EMU_MPA_V2_LEN : 0),
+                  (uint16_t)(c->in_len - EMU_MPA_HDR_LEN -
+                             (c->req.enhanced ? EMU_MPA_V2_LEN : 0)));
+        break;
+    case CS_P_SEND_REP:
+        if (c->info.p2p) {
+            set_state(c, CS_P_WAIT_RTR);
+            expect(c, 2);
+            watch(c, EMU_EV_READ, 0);
+        } else {
+            c->info.recv_first = true;
+            establish(c, NULL, 0);
+        }
+        break;
+    case CS_P_SEND_RTR_RESP:
+        establish(c, NULL, 0);
+        break;
+    case CS_REJECTING:
+        /* FIN after the Reply; close once the initiator has read it and
+         * closed (or the linger timer fires). */
+        shutdown(c->fd, SHUT_WR);
+        watch(c, EMU_EV_READ, 0);
+        break;
+    default:
+        break;
+    }
+}
+
+static void conn_writable(struct emu_conn *c)
+{
+    if (c->state == CS_A_TCP) {
+        int err = 0;
+        socklen_t sl = sizeof err;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &sl) != 0)
+            err = errno;
+        if (err == EINPROGRESS || err == EALREADY)
+            return;
+        watch(c, 0, EMU_EV_WRITE);
+        if (err != 0)
+            finish(c, connect_err_type(err), err, true);
+        else
+            tcp_connected(c);
+        return;
+    }
+    if (c->out_off < c->out_len) {
+        flush_out(c);
+        return;
+    }
+    if ((c->state == CS_EST || c->state == CS_CLOSING) && c->ops.tx) {
+        pthread_mutex_lock(&c->lock);
+        bool want = c->want_tx;
+        pthread_mutex_unlock(&c->lock);
+        if (want) {
+            c->ops.tx(c, c->ctx);
+            return;
+        }
+    }
+    watch(c, 0, EMU_EV_WRITE);
+}
+
+static void conn_readable(struct emu_conn *c)
+{
+    switch (c->state) {
+    case CS_A_WAIT_REP:
+        active_readable(c);
+        break;
+    case CS_P_WAIT_REQ:
+        passive_req_readable(c);
+        break;
+    case CS_P_PENDING:
+        pending_readable(c);
+        break;
+    case CS_P_WAIT_RTR:
+        rtr_readable(c);
+        break;
+    case CS_REJECTING: {
+        if (drain(c) != EMU_RX_OK) {
+            conn_close(c, false); /* the initiator has read the Reply and closed */
+            conn_release(c);
+        }
+        break;
+    }
+    case CS_EST:
+    case CS_CLOSING:
+        est_readable(c);
+        break;
+    default:
+        /* Bytes we did not ask for (e.g. data before our Reply went out):
+         * stop listening until the state wants them. */
+        watch(c, 0, EMU_EV_READ);
+        break;
+    }
+}
+
+static void conn_io(int fd, unsigned what, void *arg)
+{
+    (void)fd;
+    struct emu_conn *c = arg;
+    enter(c);
+    if (!gone(c) && c->state != CS_CLOSED) {
+        if (what & EMU_EV_WRITE)
+            conn_writable(c);
+        if ((what & EMU_EV_READ) && !gone(c) && c->state != CS_CLOSED)
+            conn_readable(c);
+    }
+    leave(c);
+}
+
+static void conn_timer(void *arg)
+{
+    struct emu_conn *c = arg;
+    enter(c);
+    if (!gone(c)) {
+        switch (c->state) {
+        case CS_A_TCP:
+            finish(c, EMU_CONN_UNREACHABLE, ETIMEDOUT, true);
+            break;
+        case CS_NEW:
+        case CS_A_SEND_REQ:
+        case CS_A_WAIT_REP:
+        case CS_A_SEND_RTR:
+            finish(c, EMU_CONN_TIMED_OUT, ETIMEDOUT, true);
+            break;
+        case CS_P_WAIT_REQ:
+            SD_INFO("conn", "%p no MPA Request in time", (void *)c);
+            conn_release(c);
+            break;
+        case CS_P_SEND_REP:
+        case CS_P_WAIT_RTR:
+        case CS_P_SEND_RTR_RESP:
+            finish(c, EMU_CONN_ACCEPT_ERROR, ETIMEDOUT, true);
+            break;
+        case CS_REJECTING:
+            conn_close(c, false);
+            conn_release(c);
+            break;
+        case CS_CLOSING:
+            finish(c, EMU_CONN_DISCONNECTED, ETIMEDOUT, true);
+            break;
+        default:
+            break;
+        }
+    }
+    leave(c);
+}
+
+/* ---------------------------------------------------------------- public: conns */
+
+int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_t peer_len,
+                     const struct sockaddr *local, socklen_t local_len,
+                     const struct emu_conn_params *p, const void *pdata, uint16_t pdata_len,
+                     const struct emu_conn_ops *ops, void *ctx, struct emu_conn **out)
+{
+    if (e == NULL || out == NULL || pdata_len > EMU_CONN_PDATA_MAX ||
+        (pdata_len && pdata == NULL))
+        return -EINVAL;
+    *out = NULL;
+    struct emu_conn *c = conn_alloc(e);
+    if (c == NULL)
+        return -ENOMEM;
+    int rc = addr_copy(&c->target, &c->target_len, peer, peer_len);
+    if (rc == 0 && emu_sockaddr_port((struct sockaddr *)&c->target) == 0)
+        rc = -EINVAL;
+    if (rc != 0)
+        goto fail;
+    c->initiator = true;
+    if (p)
+        c->params = *p;
+    if (ops)
+        c->ops = *ops;
+    c->ctx = ctx;
+    if (pdata_len)
+        memcpy(c->req_pd, pdata, pdata_len);
+    c->req.pd = c->req_pd;
+    c->req.pd_len = pdata_len;
+
+    c->fd = socket(c->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->fd < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    sock_tune(c->fd);
+    if (local) {
+        struct sockaddr_storage ls;
+        socklen_t ll;
+        rc = addr_copy(&ls, &ll, local, local_len);
+        if (rc == 0 && ls.ss_family != c->target.ss_family)
+            rc = -EAFNOSUPPORT;
+        if (rc == 0) {
+            sockaddr_set_port(&ls, 0);
+            if (bind(c->fd, (struct sockaddr *)&ls, ll) != 0)
+                rc = -errno;
+        }
+        if (rc != 0)
+            goto fail;
+    }
+    rc = conn_attach(c);
+    if (rc != 0)
+        goto fail;
+    rc = conn_post(c, connect_job);
+    if (rc != 0)
+        goto fail;
+    *out = c;
+    return 0;
+
+fail:
+    emu_engine_hook_del(e, &c->hook);
+    emu_fdw_free(c->w);
+    emu_timer_free(c->timer);
+    close_fd(c->fd, false);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+    return rc;
+}
+
+static void accept_job(void *arg)
+{
+    struct emu_conn *c = arg;
+    enter(c);
+    if (gone(c)) {
+        /* freed before the job ran */
+    } else if (c->state == CS_P_DEAD) {
+        deliver(c, EMU_CONN_ACCEPT_ERROR, c->dead_err, NULL, 0);
+    } else if (c->state == CS_P_PENDING) {
+        c->pol.rev = 2;
+        c->pol.crc = crc_wanted(c->params.crc, (struct sockaddr *)&c->info.local,
+                                (struct sockaddr *)&c->info.peer);
+        c->pol.p2p = true;
+        c->pol.rtr = EMU_MPA_RTR_WRITE | EMU_MPA_RTR_READ;
+        c->pol.ird = c->params.ird;
+        c->pol.ord = c->params.ord;
+        struct emu_mpa_frame rep;
+        struct emu_mpa_result res;
+        size_t len = 0;
+        int rc = emu_mpa_accept(&c->req, &c->pol, c->apd, c->apd_len, &rep, &res);
+        if (rc == EMU_MPA_OK)
+            rc = emu_mpa_encode(&rep, c->out, sizeof c->out, &len);
+        if (rc != EMU_MPA_OK) {
+            SD_WARN("conn", "%p accept: %s", (void *)c, emu_mpa_strerror(rc));
+            finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
+        } else {
+            set_result(c, &res);
+            c->out_len = len;
+            c->out_off = 0;
+            set_state(c, CS_P_SEND_REP);
+            emu_timer_arm(c->timer, c->params.timeout_us && c->params.timeout_us !=
+                                                                EMU_TIMEOUT_INFINITE
+                                        ? c->params.timeout_us
+                                        : EMU_CONN_RTR_TIMEOUT_US);
+            flush_out(c);
+        }
+    }
+    leave(c);
+    conn_put(c);
+}
+
+static int answer_begin(struct emu_conn *c, const void *pdata, uint16_t pdata_len)
+{
+    if (c == NULL || pdata_len > EMU_CONN_PDATA_MAX || (pdata_len && pdata == NULL))
+        return -EINVAL;
+    pthread_mutex_lock(&c->lock);
+    int rc = 0;
+    if (c->answered)
+        rc = -EALREADY;
+    else if (c->state != CS_P_PENDING && c->state != CS_P_DEAD)
+        rc = -EINVAL;
+    else
+        c->answered = true;
+    if (rc == 0) {
+        if (pdata_len)
+            memcpy(c->apd, pdata, pdata_len);
+        c->apd_len = pdata_len;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+int emu_conn_accept(struct emu_conn *c, const struct emu_conn_params *p, const void *pdata,
+                    uint16_t pdata_len, const struct emu_conn_ops *ops, void *ctx)
+{
+    int rc = answer_begin(c, pdata, pdata_len);
+    if (rc != 0)
+        return rc;
+    /* Published to the engine thread by the job queue's lock. */
+    if (p)
+        c->params = *p;
+    if (ops)
+        c->ops = *ops;
+    c->ctx = ctx;
+    return conn_post(c, accept_job);
+}
+
+static void reject_job(void *arg)
+{
+    struct emu_conn *c = arg;
+    enter(c);
+    if (c->state == CS_P_PENDING && !c->released)
+        reject_reply(c, c->apd, c->apd_len);
+    else
+        conn_release(c);
+    leave(c);
+    conn_put(c);
+}
+
+int emu_conn_reject(struct emu_conn *c, const void *pdata, uint16_t pdata_len)
+{
+    int rc = answer_begin(c, pdata, pdata_len);
+    if (rc != 0)
+        return rc;
+    return conn_post(c, reject_job);
+}
+
+const void *emu_conn_request_pdata(const struct emu_conn *c, uint16_t *len)
+{
+    if (len)
+        *len = c ? c->req.pd_len : 0;
+    return c && c->req.pd_len ? c->req_pd : NULL;
+}
+
+static void disconnect_job_common(struct emu_conn *c, bool graceful)
+{
+    switch (c->state) {
+    case CS_EST:
+        if (graceful) {
+            pthread_mutex_lock(&c->lock);
+            shutdown(c->fd, SHUT_WR);
+            c->state = CS_CLOSING;
+            pthread_mutex_unlock(&c->lock);
+            emu_timer_arm(c->timer, EMU_CONN_CLOSE_TIMEOUT_US);
+        } else {
+            finish(c, EMU_CONN_DISCONNECTED, 0, true);
+        }
+        break;
+    case CS_CLOSING:
+        if (!graceful)
+            finish(c, EMU_CONN_DISCONNECTED, 0, true);
+        break;
+    case CS_NEW:
+    case CS_A_TCP:
+    case CS_A_SEND_REQ:
+    case CS_A_WAIT_REP:
+    case CS_A_SEND_RTR:
+    case CS_P_SEND_REP:
+    case CS_P_WAIT_RTR:
+    case CS_P_SEND_RTR_RESP:
+        finish(c, EMU_CONN_DISCONNECTED, 0, true);
+        break;
+    default:
+        break;
+    }
+}
+
+static void disconnect_graceful_job(void *arg)
+{
+    struct emu_conn *c = arg;
+    enter(c);
+    if (!gone(c))
+        disconnect_job_common(c, true);
+    leave(c);
+    conn_put(c);
+}
+
+static void disconnect_abrupt_job(void *arg)
+{
+    struct emu_conn *c = arg;
+    enter(c);
+    if (!gone(c))
+        disconnect_job_common(c, false);
+    leave(c);
+    conn_put(c);
+}
+
+int emu_conn_disconnect(struct emu_conn *c, bool graceful)
+{
+    if (c == NULL)
+        return -EINVAL;
+    pthread_mutex_lock(&c->lock);
+    bool req = (c->state == CS_P_PENDING || c->state == CS_P_DEAD) && !c->answered;
+    pthread_mutex_unlock(&c->lock);
+    if (req)
+        return -EINVAL;
+    return conn_post(c, graceful ? disconnect_graceful_job : disconnect_abrupt_job);
+}
+
+struct fail_req {
+    struct emu_conn *c;
+    int err;
+};
+
+static void fail_job(void *arg)
+{
+    struct fail_req *f = arg;
+    struct emu_conn *c = f->c;
+    enter(c);
+    if (!gone(c) && c->state != CS_CLOSED && c->state != CS_P_PENDING &&
+        c->state != CS_P_DEAD && c->state != CS_P_WAIT_REQ && c->state != CS_REJECTING)
+        finish(c, EMU_CONN_BROKEN, f->err ? f->err : EPROTO, true);
+    leave(c);
+    conn_put(c);
+    free(f);
+}
+
+int emu_conn_fail(struct emu_conn *c, int err)
+{
+    if (c == NULL)
+        return -EINVAL;
+    struct fail_req *f = malloc(sizeof *f);
+    if (f == NULL)
+        return -ENOMEM;
+    f->c = c;
+    f->err = err < 0 ? -err : err;
+    atomic_fetch_add(&c->refs, 1);
+    int rc = emu_engine_run_async(c->e, fail_job, f);
+    if (rc != 0) {
+        conn_put(c);
+        free(f);
+    }
+    return rc;
+}
+
+static void free_job(void *arg)
+{
+    struct emu_conn *c = arg;
+    if (c->in_cb > 0) {
+        /* Inside one of c's callbacks: finish when it returns. */
+        c->user_gone = true;
+        c->free_pending = true;
+        return;
+    }
+    conn_release(c);
+}
+
+void emu_conn_free(struct emu_conn *c)
+{
+    if (c == NULL)
+        return;
+    emu_engine_run_sync(c->e, free_job, c);
+}
+
+int emu_conn_get_info(struct emu_conn *c, struct emu_conn_info *out)
+{
+    if (c == NULL || out == NULL)
+        return -EINVAL;
+    pthread_mutex_lock(&c->lock);
+    *out = c->info;
+    int rc = c->state == CS_EST || c->state == CS_CLOSING ? 0 : -ENOTCONN;
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+struct emu_engine *emu_conn_engine(const struct emu_conn *c)
+{
+    return c->e;
+}
+
+void *emu_conn_ctx(const struct emu_conn *c)
+{
+    return c->ctx;
+}
+
+void emu_conn_set_ops(struct emu_conn *c, const struct emu_conn_ops *ops, void *ctx)
+{
+    if (ops)
+        c->ops = *ops;
+    else
+        memset(&c->ops, 0, sizeof c->ops);
+    c->ctx = ctx;
+}
+
+ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
+{
+    if (c == NULL || (iovcnt > 0 && iov == NULL) || iovcnt < 0)
+        return -EINVAL;
+    pthread_mutex_lock(&c->lock);
+    ssize_t n;
+    if (c->state == CS_EST) {
+        struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+        n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0)
+            n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    } else {
+        n = c->state == CS_CLOSING ? -EPIPE : -ENOTCONN;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+void emu_conn_want_tx(struct emu_conn *c, bool on)
+{
+    pthread_mutex_lock(&c->lock);
+    c->want_tx = on;
+    if (c->w && on)
+        emu_fdw_enable(c->w, EMU_EV_WRITE);
+    /* Turning it off is left to the engine (it knows whether the handshake
+     * still needs write readiness): the next writable callback disables it. */
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---------------------------------------------------------------- listeners */
+
+static void listener_accept(int fd, unsigned what, void *arg)
+{
+    (void)what;
+    struct emu_listener *l = arg;
+    for (int i = 0; i < ACCEPT_BATCH && !l->released; i++) {
+        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                errno != ECONNABORTED)
+                SD_WARN("conn", "accept on port %u: %s", l->port, strerror(errno));
+            return;
+        }
+        sock_tune(cfd);
+        struct emu_conn *c = conn_alloc(l->e);
+        if (c == NULL) {
+            close_fd(cfd, true);
+            continue;
+        }
+        c->fd = cfd;
+        c->state = CS_P_WAIT_REQ;
+        fill_addrs(c);
+        if (conn_attach(c) != 0) {
+            c->released = true;
+            emu_engine_hook_del(c->e, &c->hook);
+            emu_fdw_free(c->w);
+            emu_timer_free(c->timer);
+            close_fd(cfd, true);
+            pthread_mutex_destroy(&c->lock);
+            free(c);
+            continue;
+        }
+        c->listener = l;
+        c->lnext = l->pending;
+        if (l->pending)
+            l->pending->lprev = c;
+        l->pending = c;
+        expect(c, EMU_MPA_HDR_LEN);
+        emu_timer_arm(c->timer, EMU_CONN_REQ_TIMEOUT_US);
+        watch(c, EMU_EV_READ, 0);
+    }
+}
+
+static void listener_release(struct emu_listener *l)
+{
+    if (l->released)
+        return;
+    l->released = true;
+    emu_fdw_free(l->w);
+    l->w = NULL;
+    close_fd(l->fd, false);
+    l->fd = -1;
+    /* Bounded: each release unlinks one pending connection. */
+    while (l->pending)
+        conn_release(l->pending);
+    emu_engine_hook_del(l->e, &l->hook);
+    free(l);
+}
+
+static void listener_hook_fn(struct emu_engine_hook *h)
+{
+    listener_release((struct emu_listener *)((char *)h - offsetof(struct emu_listener, hook)));
+}
+
+int emu_listener_create(struct emu_engine *e, const struct sockaddr *addr, socklen_t len,
+                        uint16_t port, const struct emu_listener_ops *ops, void *ctx,
+                        struct emu_listener **out)
+{
+    if (e == NULL || out == NULL || ops == NULL || ops->request == NULL)
+        return -EINVAL;
+    *out = NULL;
+    struct emu_listener *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return -ENOMEM;
+    l->e = e;
+    l->ops = *ops;
+    l->ctx = ctx;
+    l->fd = -1;
+    l->hook.fn = listener_hook_fn;
+    int rc = addr_copy(&l->addr, &l->alen, addr, len);
+    if (rc != 0)
+        goto fail;
+    sockaddr_set_port(&l->addr, port);
+    l->fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (l->fd < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    int one = 1;
+    setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (l->addr.ss_family == AF_INET6)
+        setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(l->fd, (struct sockaddr *)&l->addr, l->alen) != 0 ||
+        listen(l->fd, SOMAXCONN) != 0) {
+        rc = -errno;
+        goto fail;
+    }
+    socklen_t sl = sizeof l->addr;
+    getsockname(l->fd, (struct sockaddr *)&l->addr, &sl);
+    l->port = emu_sockaddr_port((struct sockaddr *)&l->addr);
+    rc = emu_engine_hook_add(e, &l->hook);
+    if (rc != 0)
+        goto fail;
+    l->w = emu_fdw_new(e, l->fd, listener_accept, l);
+    if (l->w == NULL) {
+        rc = -ENOMEM;
+        emu_engine_hook_del(e, &l->hook);
+        goto fail;
+    }
+    emu_fdw_enable(l->w, EMU_EV_READ);
+    char buf[64];
+    SD_DBG("conn", "listening on %s", emu_sockaddr_str((struct sockaddr *)&l->addr, buf,
+                                                       sizeof buf));
+    *out = l;
+    return 0;
+
+fail:
+    close_fd(l->fd, false);
+    free(l);
+    return rc;
+}
+
+int emu_listener_create_range(struct emu_engine *e, const struct sockaddr *addr,
+                              socklen_t len, uint16_t lo, uint16_t hi,
+                              const struct emu_listener_ops *ops, void *ctx,
+                              struct emu_listener **out)
+{
+    if (lo == 0 || hi < lo)
+        return -EINVAL;
+    uint32_t n = (uint32_t)hi - lo + 1;
+    uint32_t start = (uint32_t)(emu_now_us() ^ ((uint64_t)getpid() << 16)) % n;
+    for (uint32_t i = 0; i < n; i++) {
+        uint16_t port = (uint16_t)(lo + (start + i) % n);
+        int rc = emu_listener_create(e, addr, len, port, ops, ctx, out);
+        if (rc != -EADDRINUSE)
+            return rc;
+    }
+    return -EADDRINUSE;
+}
+
+uint16_t emu_listener_port(const struct emu_listener *l)
+{
+    return l ? l->port : 0;
+}
+
+static void listener_free_job(void *arg)
+{
+    struct emu_listener *l = arg;
+    if (l->in_cb > 0)
+        l->free_pending = true;
+    else
+        listener_release(l);
+}
+
+void emu_listener_free(struct emu_listener *l)
+{
+    if (l == NULL)
+        return;
+    emu_engine_run_sync(l->e, listener_free_job, l);
+}

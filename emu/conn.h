@@ -1,0 +1,231 @@
+/* Connection manager of the soft RNIC: TCP listeners, active connect,
+ * accept/reject, the MPA v2 handshake with peer-to-peer RTR, and teardown.
+ * The data path (QPs) sits on an established struct emu_conn: it reads the
+ * socket in its rx hook (engine thread) and writes with emu_conn_writev()
+ * from any thread.
+ *
+ * Threads and locks (docs/emu-design.md has the full story):
+ *  - Every callback (listener request, conn event, rx, tx) runs on the
+ *    engine thread with NO emu lock held; a callback may call any function
+ *    of this file, including emu_conn_free() / emu_listener_free() on the
+ *    object it is called for.
+ *  - connect/accept/reject/disconnect/fail never block and never deliver an
+ *    event before they return: outcomes come later, as callbacks.
+ *  - emu_conn_free()/emu_listener_free() block until the engine has
+ *    detached the object (inline on the engine thread). After they return
+ *    no callback for that object runs or is running. Do not call them while
+ *    holding a lock that your callbacks take.
+ *  - emu_engine_destroy() closes and frees every listener and connection of
+ *    that engine without events; handles to them are dead afterwards.
+ *
+ * Events: each connection that was connected (active) or accepted
+ * (passive) gets at most one ESTABLISHED and then exactly one terminal
+ * event (every other type), unless it is freed first: after emu_conn_free()
+ * nothing more is delivered. */
+#ifndef SOFTDAT_EMU_CONN_H
+#define SOFTDAT_EMU_CONN_H
+
+#include "emu/engine.h"
+#include "emu/mpa.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct emu_conn;
+struct emu_listener;
+
+/* Largest consumer private data we send (connect, accept, reject): a v2
+ * frame with PD_Length <= 256, which siw and Chelsio accept. Received
+ * private data may be up to EMU_MPA_PD_MAX - 4 (508) bytes. */
+#define EMU_CONN_PDATA_MAX (EMU_MPA_PD_INTEROP - EMU_MPA_V2_LEN)
+#define EMU_CONN_PDATA_RX_MAX (EMU_MPA_PD_MAX - EMU_MPA_V2_LEN)
+
+#define EMU_TIMEOUT_INFINITE UINT64_MAX
+
+/* Defaults (microseconds). */
+#define EMU_CONN_REQ_TIMEOUT_US 5000000u   /* passive: TCP accept -> whole MPA Request */
+#define EMU_CONN_RTR_TIMEOUT_US 10000000u  /* passive: Reply sent -> RTR received */
+#define EMU_CONN_CLOSE_TIMEOUT_US 3000000u /* graceful: our FIN -> peer's FIN */
+#define EMU_CONN_REJECT_LINGER_US 1000000u /* reject Reply sent -> close */
+
+enum emu_conn_event_type {
+    EMU_CONN_ESTABLISHED = 1,   /* both sides; active side carries the Reply's pdata */
+    EMU_CONN_PEER_REJECTED,     /* active: Reply with R; carries its pdata */
+    EMU_CONN_NON_PEER_REJECTED, /* active: refused (no listener), bad/no Reply, EOF */
+    EMU_CONN_UNREACHABLE,       /* active: TCP connect failed to route / timed out */
+    EMU_CONN_TIMED_OUT,         /* active: TCP up but no Reply within the timeout */
+    EMU_CONN_ACCEPT_ERROR,      /* passive, after accept: no/bad RTR, peer gone */
+    EMU_CONN_DISCONNECTED,      /* local disconnect done, or peer closed (FIN or RST) */
+    EMU_CONN_BROKEN,            /* local error: emu_conn_fail, rx error, socket error */
+};
+
+struct emu_conn_event {
+    enum emu_conn_event_type type;
+    int err;                    /* errno-style detail, 0 if none (e.g. ECONNREFUSED,
+                                   ECONNRESET, ETIMEDOUT, EPROTO) */
+    const void *pdata;          /* valid during the callback only */
+    uint16_t pdata_len;
+};
+
+static inline bool emu_conn_event_is_terminal(enum emu_conn_event_type t)
+{
+    return t != EMU_CONN_ESTABLISHED;
+}
+const char *emu_conn_event_name(enum emu_conn_event_type t);
+
+/* CRC policy. DEFAULT = environment SOFTDAT_CRC (on|off|auto, default auto).
+ * auto: do not ask for CRC when both ends are loopback addresses, ask
+ * otherwise. CRC is in use iff either side asks (RFC 5044), so "off" only
+ * means "we do not ask". */
+enum emu_crc_mode { EMU_CRC_DEFAULT = 0, EMU_CRC_AUTO, EMU_CRC_ON, EMU_CRC_OFF };
+/* The mode SOFTDAT_CRC selects (read once). */
+enum emu_crc_mode emu_conn_crc_env(void);
+
+struct emu_conn_params {
+    uint16_t ird;               /* inbound RDMA Reads we can serve (DAT max_rdma_read_in) */
+    uint16_t ord;               /* outbound RDMA Reads we want (DAT max_rdma_read_out) */
+    uint64_t timeout_us;        /* connect: establishment deadline (0 or
+                                   EMU_TIMEOUT_INFINITE = none); accept: RTR wait
+                                   (0 = EMU_CONN_RTR_TIMEOUT_US) */
+    enum emu_crc_mode crc;
+    bool no_p2p;                /* connect: plain RFC 5044 client/server mode
+                                   (no RTR; interop/testing) */
+};
+
+/* Data path hooks. All optional; all run on the engine thread. */
+struct emu_conn_ops {
+    void (*event)(struct emu_conn *c, const struct emu_conn_event *ev, void *ctx);
+    /* The socket is readable and the connection is established (or closing
+     * after our FIN). Read with recv/readv on fd until EAGAIN (or stop early:
+     * the watcher is level-triggered). Return EMU_RX_OK, EMU_RX_EOF (read
+     * returned 0) or a negative errno: -ECONNRESET means the peer aborted
+     * (DISCONNECTED), anything else (e.g. -EPROTO after sending a Terminate)
+     * breaks the connection (BROKEN). Without an rx hook the connection
+     * reads and discards. Never close fd. */
+    int (*rx)(struct emu_conn *c, int fd, void *ctx);
+    /* The socket became writable after emu_conn_want_tx(c, true). */
+    void (*tx)(struct emu_conn *c, void *ctx);
+};
+enum { EMU_RX_OK = 0, EMU_RX_EOF = 1 };
+
+/* Negotiated parameters of an established connection. */
+struct emu_conn_info {
+    bool initiator;
+    int fd;
+    struct sockaddr_storage local, peer;
+    socklen_t local_len, peer_len;
+    uint8_t mpa_rev;
+    bool crc;                   /* CRC32c in both directions */
+    bool p2p;                   /* an RTR was exchanged */
+    enum emu_mpa_rtr rtr;       /* which one (WRITE or READ; NONE without p2p).
+                                   A READ RTR used MSN 1 of queue 1 both ways:
+                                   the data path starts Read Requests at MSN 2 */
+    bool recv_first;            /* passive, no p2p: RFC 5044 requires us to receive
+                                   one FPDU before sending any */
+    uint16_t ird;               /* inbound reads we must serve */
+    uint16_t ord;               /* outbound reads we may have in flight */
+    uint32_t emss;              /* TCP_MAXSEG */
+    uint32_t mulpdu;            /* emu_mpa_mulpdu(emss) */
+};
+
+/* What a listener's owner learns about an incoming connection. */
+struct emu_conn_request {
+    struct emu_conn *conn;      /* the request handle: accept, reject or free it */
+    const struct sockaddr *peer;
+    socklen_t peer_len;
+    const struct sockaddr *local;
+    socklen_t local_len;
+    uint16_t local_port;
+    const void *pdata;          /* valid during the callback (also later via
+                                   emu_conn_request_pdata) */
+    uint16_t pdata_len;
+    uint16_t peer_ird, peer_ord;
+    bool peer_p2p;
+    uint8_t mpa_rev;
+};
+
+struct emu_listener_ops {
+    void (*request)(struct emu_listener *l, const struct emu_conn_request *req, void *ctx);
+};
+
+/* ---- listeners ----
+ * addr: IA address (IPv4 or IPv6; the port inside is ignored); port 0 =
+ * kernel picks. SO_REUSEADDR; IPv6 listeners are V6ONLY. Returns 0,
+ * -EADDRINUSE (port taken), -EADDRNOTAVAIL (address not local),
+ * -EAFNOSUPPORT, -EINVAL, -EACCES or another -errno. */
+int emu_listener_create(struct emu_engine *e, const struct sockaddr *addr, socklen_t len,
+                        uint16_t port, const struct emu_listener_ops *ops, void *ctx,
+                        struct emu_listener **out);
+/* Same, on the first free port of [lo, hi], starting at a random point
+ * (for dat_psp_create_any). -EADDRINUSE when all are taken. */
+int emu_listener_create_range(struct emu_engine *e, const struct sockaddr *addr,
+                              socklen_t len, uint16_t lo, uint16_t hi,
+                              const struct emu_listener_ops *ops, void *ctx,
+                              struct emu_listener **out);
+uint16_t emu_listener_port(const struct emu_listener *l);
+/* Stop listening. Connections still in their MPA Request phase are closed
+ * (their initiators see NON_PEER_REJECTED); requests already delivered
+ * belong to the owner and are not touched. */
+void emu_listener_free(struct emu_listener *l);
+
+/* ---- active side ----
+ * Starts TCP connect + MPA Request with pdata (<= EMU_CONN_PDATA_MAX).
+ * local (may be NULL) binds the source address (port 0). The outcome is one
+ * of ESTABLISHED, PEER_REJECTED, NON_PEER_REJECTED, UNREACHABLE, TIMED_OUT.
+ * Synchronous errors: -EINVAL (pdata too long, bad address), -EAFNOSUPPORT,
+ * -EADDRNOTAVAIL (local bind), -EMFILE..., -ESHUTDOWN. */
+int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_t peer_len,
+                     const struct sockaddr *local, socklen_t local_len,
+                     const struct emu_conn_params *p, const void *pdata, uint16_t pdata_len,
+                     const struct emu_conn_ops *ops, void *ctx, struct emu_conn **out);
+
+/* ---- passive side ----
+ * accept: send the Reply (pdata <= EMU_CONN_PDATA_MAX), wait for the RTR,
+ * then ESTABLISHED; or ACCEPT_ERROR. The handle stays the caller's.
+ * -EINVAL (pdata), -EALREADY (already answered). */
+int emu_conn_accept(struct emu_conn *req, const struct emu_conn_params *p, const void *pdata,
+                    uint16_t pdata_len, const struct emu_conn_ops *ops, void *ctx);
+/* reject: Reply with R and pdata, then close. Consumes the handle (on
+ * success the caller must not use req again). -EINVAL, -EALREADY. */
+int emu_conn_reject(struct emu_conn *req, const void *pdata, uint16_t pdata_len);
+/* The request's private data (valid until accept/reject/free). */
+const void *emu_conn_request_pdata(const struct emu_conn *req, uint16_t *len);
+
+/* ---- teardown ----
+ * graceful: shutdown(SHUT_WR) (call it once your send side has handed every
+ * byte to emu_conn_writev), DISCONNECTED when the peer's FIN arrives (or
+ * after EMU_CONN_CLOSE_TIMEOUT_US, then err = ETIMEDOUT). Abrupt: RST
+ * (SO_LINGER 0), DISCONNECTED at once. While connecting/accepting: aborts,
+ * DISCONNECTED. Already terminal: no-op. 0 or -EINVAL (a request not yet
+ * accepted: reject or free it instead). */
+int emu_conn_disconnect(struct emu_conn *c, bool graceful);
+/* The data path found a fatal error (it may have written a Terminate
+ * already): abort with RST and deliver BROKEN (err). No-op if terminal. */
+int emu_conn_fail(struct emu_conn *c, int err);
+/* Close in any state, no further events (abortive close if still open). */
+void emu_conn_free(struct emu_conn *c);
+
+/* ---- data path access ---- */
+int emu_conn_get_info(struct emu_conn *c, struct emu_conn_info *out);
+struct emu_engine *emu_conn_engine(const struct emu_conn *c);
+void *emu_conn_ctx(const struct emu_conn *c);
+/* Replace ops/ctx (engine thread, e.g. from the ESTABLISHED callback). */
+void emu_conn_set_ops(struct emu_conn *c, const struct emu_conn_ops *ops, void *ctx);
+/* Non-blocking gather write from any thread, serialised with teardown
+ * (the fd stays valid for the call). Returns bytes written (possibly
+ * partial), -EAGAIN, -ENOTCONN (not established / closed) or -errno.
+ * Callers serialise among themselves (their send-queue lock). */
+ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt);
+/* Ask for (or stop) ops->tx calls on writability. Any thread. */
+void emu_conn_want_tx(struct emu_conn *c, bool on);
+
+/* Helpers for addresses (also used by the provider). */
+bool emu_sockaddr_is_loopback(const struct sockaddr *sa);
+uint16_t emu_sockaddr_port(const struct sockaddr *sa);
+/* "1.2.3.4:5" / "[::1]:5" into buf; returns buf. */
+char *emu_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,220 @@
+/* CRC32c: SSE4.2 crc32 instruction (3 interleaved chains for long buffers)
+ * with a slicing-by-8 table fallback. See emu/crc32c.h for the convention.
+ *
+ * Internally a "raw" register is the CRC state without the final inversion;
+ * the public value is ~raw, so continuing from a value starts at ~value. */
+#include "emu/crc32c.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define POLY_REFLECTED 0x82F63B78u
+
+static uint32_t tab[8][256];            /* slicing-by-8 */
+
+#if defined(__x86_64__)
+#define HAVE_HW 1
+/* Shift operators: advancing a raw register over N zero bytes is linear in
+ * the register, so it is 4 table look-ups (one per register byte). Used to
+ * stitch the three interleaved chains back together. */
+#define LANE_BIG 4096u
+#define LANE_SMALL 256u
+static uint32_t shift_big[4][256];
+static uint32_t shift_small[4][256];
+static bool hw_ok;
+#else
+#define HAVE_HW 0
+#endif
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+static uint32_t sw_raw(uint32_t c, const uint8_t *p, size_t n);
+
+#if HAVE_HW
+static void build_shift(uint32_t out[4][256], size_t nbytes)
+{
+    /* Column j = image of the single-bit register 1<<j. */
+    uint32_t col[32];
+    static const uint8_t zeros[LANE_BIG];
+    for (int j = 0; j < 32; j++)
+        col[j] = sw_raw(1u << j, zeros, nbytes);
+    for (int k = 0; k < 4; k++)
+        for (int b = 0; b < 256; b++) {
+            uint32_t v = 0;
+            for (int i = 0; i < 8; i++)
+                if (b & (1 << i))
+                    v ^= col[8 * k + i];
+            out[k][b] = v;
+        }
+}
+
+static inline uint32_t shift_apply(const uint32_t t[4][256], uint32_t c)
+{
+    return t[0][c & 0xFF] ^ t[1][(c >> 8) & 0xFF] ^ t[2][(c >> 16) & 0xFF] ^
+           t[3][c >> 24];
+}
+#endif
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ ((c & 1) ? POLY_REFLECTED : 0);
+        tab[0][i] = c;
+    }
+    for (int t = 1; t < 8; t++)
+        for (int i = 0; i < 256; i++)
+            tab[t][i] = (tab[t - 1][i] >> 8) ^ tab[0][tab[t - 1][i] & 0xFF];
+#if HAVE_HW
+    __builtin_cpu_init();
+    hw_ok = __builtin_cpu_supports("sse4.2");
+    build_shift(shift_big, LANE_BIG);
+    build_shift(shift_small, LANE_SMALL);
+#endif
+}
+
+static inline void ensure_init(void)
+{
+    pthread_once(&init_once, crc_init);
+}
+
+static uint32_t sw_raw(uint32_t c, const uint8_t *p, size_t n)
+{
+    while (n && ((uintptr_t)p & 7)) {
+        c = (c >> 8) ^ tab[0][(c ^ *p++) & 0xFF];
+        n--;
+    }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        v ^= c;
+        c = tab[7][v & 0xFF] ^ tab[6][(v >> 8) & 0xFF] ^ tab[5][(v >> 16) & 0xFF] ^
+            tab[4][(v >> 24) & 0xFF] ^ tab[3][(v >> 32) & 0xFF] ^
+            tab[2][(v >> 40) & 0xFF] ^ tab[1][(v >> 48) & 0xFF] ^ tab[0][v >> 56];
+        p += 8;
+        n -= 8;
+    }
+#endif
+    while (n--)
+        c = (c >> 8) ^ tab[0][(c ^ *p++) & 0xFF];
+    return c;
+}
+
+uint32_t emu_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+{
+    ensure_init();
+    if (!len)
+        return crc;
+    return ~sw_raw(~crc, buf, len);
+}
+
+#if HAVE_HW
+__attribute__((target("sse4.2"))) static inline uint64_t ld64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* Three chains over consecutive lanes of `lane` bytes (multiple of 8). */
+__attribute__((target("sse4.2"))) static uint32_t
+hw_three(uint32_t c, const uint8_t *p, size_t lane, const uint32_t sh[4][256])
+{
+    uint64_t a = c, b = 0, d = 0;
+    const uint8_t *pb = p + lane, *pd = p + 2 * lane;
+    for (size_t i = 0; i < lane; i += 8) {
+        a = __builtin_ia32_crc32di(a, ld64(p + i));
+        b = __builtin_ia32_crc32di(b, ld64(pb + i));
+        d = __builtin_ia32_crc32di(d, ld64(pd + i));
+    }
+    uint32_t r = shift_apply(sh, (uint32_t)a) ^ (uint32_t)b;
+    return shift_apply(sh, r) ^ (uint32_t)d;
+}
+
+__attribute__((target("sse4.2"))) static uint32_t hw_raw(uint32_t c, const uint8_t *p,
+                                                         size_t n)
+{
+    while (n && ((uintptr_t)p & 7)) {
+        c = __builtin_ia32_crc32qi(c, *p++);
+        n--;
+    }
+    while (n >= 3 * LANE_BIG) {
+        c = hw_three(c, p, LANE_BIG, shift_big);
+        p += 3 * LANE_BIG;
+        n -= 3 * LANE_BIG;
+    }
+    while (n >= 3 * LANE_SMALL) {
+        c = hw_three(c, p, LANE_SMALL, shift_small);
+        p += 3 * LANE_SMALL;
+        n -= 3 * LANE_SMALL;
+    }
+    uint64_t c64 = c;
+    while (n >= 8) {
+        c64 = __builtin_ia32_crc32di(c64, ld64(p));
+        p += 8;
+        n -= 8;
+    }
+    c = (uint32_t)c64;
+    while (n--)
+        c = __builtin_ia32_crc32qi(c, *p++);
+    return c;
+}
+
+uint32_t emu_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+    ensure_init();
+    if (!len)
+        return crc;
+    return ~hw_raw(~crc, buf, len);
+}
+
+bool emu_crc32c_hw_available(void)
+{
+    ensure_init();
+    return hw_ok;
+}
+#else
+uint32_t emu_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+    return emu_crc32c_sw(crc, buf, len);
+}
+
+bool emu_crc32c_hw_available(void)
+{
+    return false;
+}
+#endif
+
+static inline uint32_t raw_update(uint32_t c, const uint8_t *p, size_t n)
+{
+#if HAVE_HW
+    if (hw_ok)
+        return hw_raw(c, p, n);
+#endif
+    return sw_raw(c, p, n);
+}
+
+uint32_t emu_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+    ensure_init();
+    if (!len)
+        return crc;
+    return ~raw_update(~crc, buf, len);
+}
+
+uint32_t emu_crc32c_iov(uint32_t crc, const struct iovec *iov, int iovcnt)
+{
+    ensure_init();
+    uint32_t c = ~crc;
+    for (int i = 0; i < iovcnt; i++)
+        if (iov[i].iov_len)
+            c = raw_update(c, iov[i].iov_base, iov[i].iov_len);
+    return ~c;
+}
+
+const char *emu_crc32c_impl(void)
+{
+    return emu_crc32c_hw_available() ? "sse4.2" : "slice8";
+}

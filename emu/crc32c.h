@@ -1,0 +1,52 @@
+/* CRC32c (Castagnoli), the MPA FPDU trailer checksum.
+ *
+ * Convention (same as zlib's crc32()): a CRC "value" is the finished,
+ * already-inverted checksum; start from 0 and feed chunks in order:
+ *
+ *     uint32_t c = 0;
+ *     c = emu_crc32c(c, hdr, hlen);
+ *     c = emu_crc32c(c, payload, plen);      // == emu_crc32c(0, hdr||payload)
+ *
+ * The value goes on the wire least-significant byte first
+ * (emu_crc32c_put_le). The SSE4.2 crc32 instruction is used when the CPU
+ * has it (detected once at run time), a slicing-by-8 table otherwise. */
+#ifndef SOFTDAT_EMU_CRC32C_H
+#define SOFTDAT_EMU_CRC32C_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* Continue `crc` (0 to start) over buf[0..len). buf may be NULL iff len 0. */
+uint32_t emu_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* Continue `crc` over every iovec in order (zero-length entries allowed). */
+uint32_t emu_crc32c_iov(uint32_t crc, const struct iovec *iov, int iovcnt);
+
+/* The two implementations, exposed for tests and benchmarks. The hardware
+ * one must only be called when emu_crc32c_hw_available() is true. */
+uint32_t emu_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+uint32_t emu_crc32c_hw(uint32_t crc, const void *buf, size_t len);
+bool emu_crc32c_hw_available(void);
+
+/* Name of the implementation emu_crc32c() dispatches to ("sse4.2" or
+ * "slice8"), for logs. */
+const char *emu_crc32c_impl(void);
+
+/* Store a CRC value in wire order (LSB first). */
+static inline void emu_crc32c_put_le(uint8_t out[4], uint32_t crc)
+{
+    out[0] = (uint8_t)crc;
+    out[1] = (uint8_t)(crc >> 8);
+    out[2] = (uint8_t)(crc >> 16);
+    out[3] = (uint8_t)(crc >> 24);
+}
+
+static inline uint32_t emu_crc32c_get_le(const uint8_t in[4])
+{
+    return (uint32_t)in[0] | (uint32_t)in[1] << 8 | (uint32_t)in[2] << 16 |
+           (uint32_t)in[3] << 24;
+}
+
+#endif

@@ -1,0 +1,377 @@
+/*
+ * Static registry: the dat.conf records, read once by the library
+ * constructor, and the provider libraries they name.
+ *
+ * Records with the same key {IA name, API version, thread safety} form a
+ * fallback chain in file order: the first library that dlopen()s serves the
+ * key. Libraries are loaded lazily by the first open and unloaded after the
+ * last close, so the next open loads (and initialises) them again.
+ */
+#include "lib/dat/dr.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sr_rec {
+    DAT_PROVIDER_INFO      info;   /* handed to init/fini; must not move */
+    char                  *lib_path;
+    char                  *ia_params;
+    char                  *conf_path;
+    int                    lineno;
+    void                  *dl;
+    DAT_PROVIDER_INIT_FUNC init;
+    DAT_PROVIDER_FINI_FUNC fini;
+    int                    refcnt;
+};
+
+static pthread_mutex_t sr_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct sr_rec **recs;
+static int n_recs, cap_recs;
+static char *conf_path;
+
+void dr_sr_lock(void) { pthread_mutex_lock(&sr_mutex); }
+void dr_sr_unlock(void) { pthread_mutex_unlock(&sr_mutex); }
+
+const char *dr_sr_conf_path(void) { return conf_path; }
+
+static void add_record(const struct dr_conf_entry *e, const char *path, int lineno,
+                       void *arg)
+{
+    struct sr_rec *r;
+
+    (void)arg;
+    /* Only user-level, default records are registered (as OFA does). */
+    if (e->kernel || !e->is_default) {
+        dr_dbg(DR_DBG_SR, "%s:%d: %s ignored (%s)", path, lineno, e->ia_name,
+               e->kernel ? "kernel API" : "nondefault");
+        return;
+    }
+    if (n_recs == cap_recs) {
+        int ncap = cap_recs ? cap_recs * 2 : 16;
+        struct sr_rec **n = realloc(recs, (size_t)ncap * sizeof *n);
+
+        if (!n)
+            return;
+        recs = n;
+        cap_recs = ncap;
+    }
+    r = calloc(1, sizeof *r);
+    if (!r)
+        return;
+    strcpy(r->info.ia_name, e->ia_name);
+    r->info.dapl_version_major = e->api_major;
+    r->info.dapl_version_minor = e->api_minor;
+    r->info.is_thread_safe = e->thread_safe;
+    r->lib_path = strdup(e->lib_path);
+    r->ia_params = strdup(e->ia_params);
+    r->conf_path = strdup(path);
+    r->lineno = lineno;
+    if (!r->lib_path || !r->ia_params || !r->conf_path) {
+        free(r->lib_path);
+        free(r->ia_params);
+        free(r->conf_path);
+        free(r);
+        return;
+    }
+    recs[n_recs++] = r;
+}
+
+static void load_conf(void)
+{
+    const char *path = dr_conf_choose(getenv("DAT_OVERRIDE"), DR_CONF_ETC, DR_CONF_PREFIX);
+    int n;
+
+    free(conf_path);
+    conf_path = strdup(path);
+    n = dr_conf_parse_file(path, add_record, NULL, NULL);
+    if (n < 0) {
+        if (getenv("DAT_OVERRIDE"))
+            dr_dbg(DR_DBG_ERROR, "DAT_OVERRIDE=%s cannot be read; no providers registered",
+                   path);
+        else
+            dr_dbg(DR_DBG_GENERIC, "no dat.conf (tried %s and %s)", DR_CONF_ETC,
+                   DR_CONF_PREFIX);
+        return;
+    }
+    dr_dbg(DR_DBG_GENERIC, "using config file %s (%d records, %d registered)", path, n,
+           n_recs);
+}
+
+__attribute__((constructor)) static void dr_init(void)
+{
+    dr_dbg_init();
+    dr_sr_lock();
+    load_conf();
+    dr_sr_unlock();
+}
+
+static void free_records(void)
+{
+    for (int i = 0; i < n_recs; i++) {
+        free(recs[i]->lib_path);
+        free(recs[i]->ia_params);
+        free(recs[i]->conf_path);
+        free(recs[i]);
+    }
+    free(recs);
+    recs = NULL;
+    n_recs = cap_recs = 0;
+}
+
+/* libdat2 itself may be dlclose()d. Free the records then, but only if no
+ * provider is still loaded: a loaded provider holds pointers into them. */
+__attribute__((destructor)) static void dr_fini(void)
+{
+    dr_sr_lock();
+    for (int i = 0; i < n_recs; i++) {
+        if (recs[i]->dl) {
+            dr_sr_unlock();
+            return;
+        }
+    }
+    free_records();
+    free(conf_path);
+    conf_path = NULL;
+    dr_sr_unlock();
+    dr_dyn_clear();
+    dr_ia_clear();
+}
+
+int dr_registry_reinit(void)
+{
+    dr_sr_lock();
+    for (int i = 0; i < n_recs; i++) {
+        if (recs[i]->dl) {
+            dr_sr_unlock();
+            return -1;
+        }
+    }
+    free_records();
+    dr_dyn_clear();
+    dr_ia_clear();
+    __atomic_store_n(&dr_extensions_enabled, 0, __ATOMIC_RELAXED);
+    dr_dbg_init();
+    load_conf();
+    dr_sr_unlock();
+    return 0;
+}
+
+/* The loaded record serving key, or NULL. Caller holds sr_mutex. */
+static struct sr_rec *find_loaded(const DAT_PROVIDER_INFO *key)
+{
+    for (int i = 0; i < n_recs; i++)
+        if (recs[i]->dl && dr_key_equal(&recs[i]->info, key))
+            return recs[i];
+    return NULL;
+}
+
+static int try_load(struct sr_rec *r)
+{
+    void *dl;
+
+    dl = dlopen(r->lib_path, RTLD_NOW | RTLD_GLOBAL);
+    if (!dl) {
+        dr_dbg(DR_DBG_SR, "%s:%d: cannot load %s: %s", r->conf_path, r->lineno,
+               r->lib_path, dlerror());
+        return -1;
+    }
+    *(void **)&r->init = dlsym(dl, DAT_PROVIDER_INIT_FUNC_STR);
+    *(void **)&r->fini = dlsym(dl, DAT_PROVIDER_FINI_FUNC_STR);
+    if (!r->init || !r->fini) {
+        dr_dbg(DR_DBG_ERROR, "%s: not a DAT provider (no %s)", r->lib_path,
+               r->init ? DAT_PROVIDER_FINI_FUNC_STR : DAT_PROVIDER_INIT_FUNC_STR);
+        dlclose(dl);
+        return -1;
+    }
+    if (!dlsym(dl, "dapl_extensions"))
+        dr_dbg(DR_DBG_SR, "%s: extended DAT expected extended uDAPL (no dapl_extensions)",
+               r->lib_path);
+    r->dl = dl;
+    r->refcnt = 0;
+    dr_dbg(DR_DBG_SR, "loaded %s for %s", r->lib_path, r->info.ia_name);
+    r->init(&r->info, r->ia_params);
+    return 0;
+}
+
+DAT_RETURN dr_sr_acquire(const DAT_PROVIDER_INFO *key)
+{
+    struct sr_rec *r = find_loaded(key);
+    int matched = 0;
+
+    if (!r) {
+        for (int i = 0; i < n_recs && !r; i++) {
+            if (!dr_key_equal(&recs[i]->info, key))
+                continue;
+            matched++;
+            if (try_load(recs[i]) == 0)
+                r = recs[i];
+        }
+        if (!r) {
+            if (matched)
+                dr_dbg(DR_DBG_ERROR, "%s: no provider library could be loaded "
+                       "(DAT_DBG_TYPE=0x4 shows why)", key->ia_name);
+            return DR_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED);
+        }
+    }
+    r->refcnt++;
+    return DAT_SUCCESS;
+}
+
+DAT_RETURN dr_sr_release(const DAT_PROVIDER_INFO *key)
+{
+    struct sr_rec *r = find_loaded(key);
+
+    if (!r)
+        return DR_ERR(DAT_PROVIDER_NOT_FOUND, DAT_NAME_NOT_REGISTERED);
+    if (--r->refcnt > 0)
+        return DAT_SUCCESS;
+    r->fini(&r->info);
+    dlclose(r->dl);
+    dr_dbg(DR_DBG_SR, "unloaded %s", r->lib_path);
+    r->dl = NULL;
+    r->init = NULL;
+    r->fini = NULL;
+    return DAT_SUCCESS;
+}
+
+int dr_sr_refcount(const DAT_PROVIDER_INFO *key)
+{
+    int rc = -1;
+
+    dr_sr_lock();
+    for (int i = 0; i < n_recs; i++) {
+        if (dr_key_equal(&recs[i]->info, key)) {
+            rc = 0;
+            if (recs[i]->dl) {
+                rc = recs[i]->refcnt;
+                break;
+            }
+        }
+    }
+    dr_sr_unlock();
+    return rc;
+}
+
+int dr_sr_is_loaded(const DAT_PROVIDER_INFO *key)
+{
+    int rc;
+
+    dr_sr_lock();
+    rc = find_loaded(key) != NULL;
+    dr_sr_unlock();
+    return rc;
+}
+
+/* Is recs[i] the first record of its key (the head of a fallback chain)? */
+static int is_chain_head(int i)
+{
+    for (int j = 0; j < i; j++)
+        if (dr_key_equal(&recs[j]->info, &recs[i]->info))
+            return 0;
+    return 1;
+}
+
+static int count_keys_locked(void)
+{
+    int n = 0;
+
+    for (int i = 0; i < n_recs; i++)
+        n += is_chain_head(i);
+    return n;
+}
+
+int dr_sr_count(void)
+{
+    int n;
+
+    dr_sr_lock();
+    n = count_keys_locked();
+    dr_sr_unlock();
+    return n;
+}
+
+DAT_RETURN dat_registry_list_providers(DAT_COUNT max_to_return, DAT_COUNT *entries_returned,
+                                       DAT_PROVIDER_INFO *(dat_provider_list[]))
+{
+    DAT_RETURN rc = DAT_SUCCESS;
+    int total, k = 0;
+
+    if (!entries_returned)
+        return DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    dr_sr_lock();
+    total = count_keys_locked();
+    *entries_returned = total;
+    if (max_to_return <= 0)
+        rc = DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG1);
+    else if (!dat_provider_list || max_to_return < total)
+        rc = DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    else {
+        for (int i = 0; i < n_recs; i++) {
+            if (!is_chain_head(i))
+                continue;
+            if (!dat_provider_list[k]) {
+                rc = DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+                break;
+            }
+            *dat_provider_list[k++] = recs[i]->info;
+        }
+    }
+    dr_sr_unlock();
+    return rc;
+}
+
+/* A record served by the softdat provider (whose IAs share nothing). */
+static int is_softdat(const struct sr_rec *r)
+{
+    const char *base = strrchr(r->lib_path, '/');
+
+    base = base ? base + 1 : r->lib_path;
+    return strncmp(base, "libdaplsoft.so", 14) == 0;
+}
+
+/* The first record named name, or NULL. Caller holds sr_mutex. */
+static struct sr_rec *find_name(const char *name)
+{
+    for (int i = 0; i < n_recs; i++)
+        if (strncmp(recs[i]->info.ia_name, name, DAT_NAME_MAX_LENGTH) == 0)
+            return recs[i];
+    return NULL;
+}
+
+/*
+ * Whether two IAs share hardware resources. An IA is related to itself.
+ * Every softdat IA has its own engine, sockets and memory table, so a
+ * softdat IA is related to no other IA; for two IAs of other providers the
+ * registry has no way to know (it would have to open both IAs and ask
+ * slot ia_ha_related), so the answer is DAT_HA_UNKNOWN.
+ */
+DAT_RETURN dat_registry_providers_related(const DAT_NAME_PTR ia1_name_ptr,
+                                          const DAT_NAME_PTR ia2_name_ptr,
+                                          DAT_HA_RELATIONSHIP *relationship)
+{
+    struct sr_rec *a, *b;
+    DAT_RETURN rc = DAT_SUCCESS;
+
+    if (!ia1_name_ptr)
+        return DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG1);
+    if (!ia2_name_ptr)
+        return DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    if (!relationship)
+        return DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    dr_sr_lock();
+    a = find_name(ia1_name_ptr);
+    b = find_name(ia2_name_ptr);
+    if (!a)
+        rc = DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG1);
+    else if (!b)
+        rc = DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    else if (a == b)
+        *relationship = DAT_HA_TRUE;
+    else if (is_softdat(a) || is_softdat(b))
+        *relationship = DAT_HA_FALSE;
+    else
+        *relationship = DAT_HA_UNKNOWN;
+    dr_sr_unlock();
+    return rc;
+}

@@ -1,0 +1,1078 @@
+/* emu/conn: listeners, MPA v2 handshake, accept/reject, events, teardown.
+ * Two engines in one process talk over 127.0.0.1 / ::1. */
+#include "emu/conn.h"
+#include "emu/engine.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+struct evrec {
+    int type, err;
+    uint16_t len;
+    uint8_t pd[EMU_CONN_PDATA_RX_MAX];
+};
+
+struct side {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    int n;
+    struct evrec ev[8];
+    struct emu_conn *c;
+    uint8_t rx[4096];
+    size_t rxlen;
+    int rx_calls;
+    bool free_on_established; /* free the conn from inside the callback */
+    bool freed;
+};
+
+static void side_init(struct side *s)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->m, NULL);
+    pthread_cond_init(&s->cv, NULL);
+}
+
+static void on_event(struct emu_conn *c, const struct emu_conn_event *ev, void *ctx)
+{
+    struct side *s = ctx;
+    pthread_mutex_lock(&s->m);
+    if (s->n < 8) {
+        struct evrec *r = &s->ev[s->n];
+        r->type = ev->type;
+        r->err = ev->err;
+        r->len = ev->pdata_len;
+        if (ev->pdata_len)
+            memcpy(r->pd, ev->pdata, ev->pdata_len);
+    }
+    s->n++;
+    bool do_free = s->free_on_established && ev->type == EMU_CONN_ESTABLISHED;
+    if (do_free)
+        s->freed = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->m);
+    if (do_free)
+        emu_conn_free(c); /* deferred by the conn until this callback returns */
+}
+
+static int on_rx(struct emu_conn *c, int fd, void *ctx)
+{
+    (void)c;
+    struct side *s = ctx;
+    pthread_mutex_lock(&s->m);
+    s->rx_calls++;
+    int rc = EMU_RX_OK;
+    for (int i = 0; i < 64; i++) {
+        ssize_t n = recv(fd, s->rx + s->rxlen, sizeof s->rx - s->rxlen, 0);
+        if (n > 0) {
+            s->rxlen += (size_t)n;
+            continue;
+        }
+        if (n == 0)
+            rc = EMU_RX_EOF;
+        else if (errno != EAGAIN)
+            rc = -errno;
+        break;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->m);
+    return rc;
+}
+
+static const struct emu_conn_ops ops_plain = {.event = on_event};
+static const struct emu_conn_ops ops_rx = {.event = on_event, .rx = on_rx};
+
+static void deadline(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Wait until s has at least n events (bounded). */
+static bool side_wait(struct side *s, int n, int ms)
+{
+    struct timespec ts;
+    deadline(&ts, ms);
+    pthread_mutex_lock(&s->m);
+    while (s->n < n)
+        if (pthread_cond_timedwait(&s->cv, &s->m, &ts) != 0)
+            break;
+    bool ok = s->n >= n;
+    pthread_mutex_unlock(&s->m);
+    return ok;
+}
+
+static bool side_wait_rx(struct side *s, size_t n, int ms)
+{
+    struct timespec ts;
+    deadline(&ts, ms);
+    pthread_mutex_lock(&s->m);
+    while (s->rxlen < n)
+        if (pthread_cond_timedwait(&s->cv, &s->m, &ts) != 0)
+            break;
+    bool ok = s->rxlen >= n;
+    pthread_mutex_unlock(&s->m);
+    return ok;
+}
+
+static int side_n(struct side *s)
+{
+    pthread_mutex_lock(&s->m);
+    int n = s->n;
+    pthread_mutex_unlock(&s->m);
+    return n;
+}
+
+static int side_type(struct side *s, int i)
+{
+    pthread_mutex_lock(&s->m);
+    int t = i < s->n ? s->ev[i].type : -1;
+    pthread_mutex_unlock(&s->m);
+    return t;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+enum lmode { L_MANUAL, L_ACCEPT, L_REJECT };
+
+struct lis {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    enum lmode mode;
+    int n;
+    struct emu_conn *req[512];
+    uint8_t pd[EMU_CONN_PDATA_RX_MAX];
+    uint16_t pdlen;
+    char peer[64];
+    uint16_t peer_ird, peer_ord;
+    /* auto-accept */
+    struct side *sides;
+    int nsides;
+    uint8_t apd[EMU_CONN_PDATA_MAX];
+    uint16_t apd_len;
+    struct emu_conn_params params;
+    const struct emu_conn_ops *ops;
+    int accept_rc;
+};
+
+static void lis_init(struct lis *l, enum lmode mode)
+{
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->m, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->mode = mode;
+    l->ops = &ops_plain;
+}
+
+static void on_request(struct emu_listener *ls, const struct emu_conn_request *r, void *ctx)
+{
+    (void)ls;
+    struct lis *l = ctx;
+    pthread_mutex_lock(&l->m);
+    int idx = l->n;
+    if (l->n < 512)
+        l->req[l->n] = r->conn;
+    l->n++;
+    memcpy(l->pd, r->pdata, r->pdata_len);
+    l->pdlen = r->pdata_len;
+    emu_sockaddr_str(r->peer, l->peer, sizeof l->peer);
+    l->peer_ird = r->peer_ird;
+    l->peer_ord = r->peer_ord;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->m);
+    /* Answer from the engine thread itself: must not deadlock. */
+    if (l->mode == L_ACCEPT && idx < l->nsides) {
+        l->sides[idx].c = r->conn;
+        int rc = emu_conn_accept(r->conn, &l->params, l->apd, l->apd_len, l->ops,
+                                 &l->sides[idx]);
+        if (rc)
+            l->accept_rc = rc;
+    } else if (l->mode == L_REJECT) {
+        emu_conn_reject(r->conn, l->apd, l->apd_len);
+    }
+}
+
+static const struct emu_listener_ops lops = {.request = on_request};
+
+static bool lis_wait(struct lis *l, int n, int ms)
+{
+    struct timespec ts;
+    deadline(&ts, ms);
+    pthread_mutex_lock(&l->m);
+    while (l->n < n)
+        if (pthread_cond_timedwait(&l->cv, &l->m, &ts) != 0)
+            break;
+    bool ok = l->n >= n;
+    pthread_mutex_unlock(&l->m);
+    return ok;
+}
+
+static struct emu_conn *lis_req(struct lis *l, int i)
+{
+    pthread_mutex_lock(&l->m);
+    struct emu_conn *c = l->req[i];
+    pthread_mutex_unlock(&l->m);
+    return c;
+}
+
+static struct sockaddr_in a4(uint16_t port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+static struct sockaddr_in6 a6(uint16_t port)
+{
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
+    a.sin6_addr = in6addr_loopback;
+    return a;
+}
+
+static struct emu_engine *E1, *E2;
+
+static void setup(void)
+{
+    ck_assert_int_eq(emu_engine_create("t-active", &E1), 0);
+    ck_assert_int_eq(emu_engine_create("t-passive", &E2), 0);
+}
+
+static void teardown(void)
+{
+    emu_engine_destroy(E1);
+    emu_engine_destroy(E2);
+}
+
+static struct emu_listener *listen4(struct lis *l)
+{
+    struct emu_listener *ls = NULL;
+    struct sockaddr_in a = a4(0);
+    ck_assert_int_eq(emu_listener_create(E2, (struct sockaddr *)&a, sizeof a, 0, &lops, l, &ls),
+                     0);
+    ck_assert_uint_ne(emu_listener_port(ls), 0);
+    return ls;
+}
+
+static struct emu_conn *connect4(uint16_t port, const struct emu_conn_params *p, const void *pd,
+                                 uint16_t len, const struct emu_conn_ops *ops, struct side *s)
+{
+    struct sockaddr_in a = a4(port);
+    struct emu_conn *c = NULL;
+    ck_assert_int_eq(emu_conn_connect(E1, (struct sockaddr *)&a, sizeof a, NULL, 0, p, pd, len,
+                                      ops, s, &c),
+                     0);
+    s->c = c;
+    return c;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+START_TEST(connect_accept_pdata_and_data)
+{
+    struct lis l;
+    lis_init(&l, L_MANUAL);
+    struct emu_listener *ls = listen4(&l);
+    struct side a, p;
+    side_init(&a);
+    side_init(&p);
+    struct emu_conn_params ap = {.ird = 4, .ord = 8, .timeout_us = 5000000, .crc = EMU_CRC_AUTO};
+    struct emu_conn *ac = connect4(emu_listener_port(ls), &ap, "hello", 5, &ops_rx, &a);
+
+    ck_assert(lis_wait(&l, 1, 5000));
+    ck_assert_int_eq(l.pdlen, 5);
+    ck_assert(memcmp(l.pd, "hello", 5) == 0);
+    ck_assert_msg(strncmp(l.peer, "127.0.0.1:", 10) == 0, "peer %s", l.peer);
+    ck_assert_uint_eq(l.peer_ird, 4);
+    ck_assert_uint_eq(l.peer_ord, 8);
+    uint16_t rl = 0;
+    ck_assert(memcmp(emu_conn_request_pdata(lis_req(&l, 0), &rl), "hello", 5) == 0);
+    ck_assert_uint_eq(rl, 5);
+    /* active side must not be established before the accept */
+    sleep_ms(50);
+    ck_assert_int_eq(side_n(&a), 0);
+
+    struct emu_conn *pc = lis_req(&l, 0);
+    p.c = pc;
+    struct emu_conn_params pp = {.ird = 16, .ord = 2, .crc = EMU_CRC_AUTO};
+    ck_assert_int_eq(emu_conn_accept(pc, &pp, "world!", 6, &ops_rx, &p), 0);
+    ck_assert_int_eq(emu_conn_accept(pc, &pp, NULL, 0, &ops_rx, &p), -EALREADY);
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert(side_wait(&p, 1, 5000));
+    ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
+    ck_assert_int_eq(a.ev[0].len, 6);
+    ck_assert(memcmp(a.ev[0].pd, "world!", 6) == 0);
+    ck_assert_int_eq(p.ev[0].type, EMU_CONN_ESTABLISHED);
+    ck_assert_int_eq(p.ev[0].len, 0);
+
+    struct emu_conn_info ai, pi;
+    ck_assert_int_eq(emu_conn_get_info(ac, &ai), 0);
+    ck_assert_int_eq(emu_conn_get_info(pc, &pi), 0);
+    ck_assert(ai.initiator && !pi.initiator);
+    ck_assert(!ai.crc && !pi.crc); /* auto: both ends loopback */
+    ck_assert(ai.p2p && pi.p2p);
+    ck_assert_int_eq(ai.rtr, EMU_MPA_RTR_WRITE);
+    ck_assert_int_eq(pi.rtr, EMU_MPA_RTR_WRITE);
+    ck_assert_uint_eq(ai.mpa_rev, 2);
+    ck_assert_uint_eq(pi.ord, 2);  /* min(our ord 2, initiator ird 4) */
+    ck_assert_uint_eq(pi.ird, 16);
+    ck_assert_uint_eq(ai.ord, 8);  /* initiator ord 8 <= responder ird 16 */
+    ck_assert_uint_eq(ai.ird, 4);
+    ck_assert_uint_gt(ai.mulpdu, 1000);
+    ck_assert_int_ge(ai.fd, 0);
+    ck_assert_uint_eq(emu_sockaddr_port((struct sockaddr *)&ai.peer), emu_listener_port(ls));
+
+    /* After the RTR either side may send first; bytes arrive intact. */
+    struct iovec v[2] = {{"pas", 3}, {"sive", 4}};
+    ck_assert_int_eq(emu_conn_writev(pc, v, 2), 7);
+    ck_assert(side_wait_rx(&a, 7, 5000));
+    ck_assert(memcmp(a.rx, "passive", 7) == 0);
+    struct iovec w = {"active", 6};
+    ck_assert_int_eq(emu_conn_writev(ac, &w, 1), 6);
+    ck_assert(side_wait_rx(&p, 6, 5000));
+    ck_assert(memcmp(p.rx, "active", 6) == 0);
+
+    /* graceful from the active side: one DISCONNECTED each */
+    ck_assert_int_eq(emu_conn_disconnect(ac, true), 0);
+    ck_assert(side_wait(&a, 2, 5000));
+    ck_assert(side_wait(&p, 2, 5000));
+    ck_assert_int_eq(a.ev[1].type, EMU_CONN_DISCONNECTED);
+    ck_assert_int_eq(a.ev[1].err, 0);
+    ck_assert_int_eq(p.ev[1].type, EMU_CONN_DISCONNECTED);
+    ck_assert_int_eq(emu_conn_writev(ac, &w, 1), -ENOTCONN);
+    ck_assert_int_eq(emu_conn_disconnect(ac, false), 0); /* terminal: no-op */
+    sleep_ms(100);
+    ck_assert_int_eq(side_n(&a), 2);
+    ck_assert_int_eq(side_n(&p), 2);
+    emu_conn_free(ac);
+    emu_conn_free(pc);
+    emu_listener_free(ls);
+}
+END_TEST
+
+START_TEST(pdata_sizes)
+{
+    static const uint16_t sizes[] = {0, 1, 64, EMU_CONN_PDATA_MAX};
+    uint8_t big[EMU_CONN_PDATA_MAX + 1], back[EMU_CONN_PDATA_MAX];
+    for (int i = 0; i < (int)sizeof big; i++)
+        big[i] = (uint8_t)(i * 7 + 1);
+    for (int i = 0; i < (int)sizeof back; i++)
+        back[i] = (uint8_t)(255 - i);
+    struct lis l;
+    lis_init(&l, L_MANUAL);
+    struct emu_listener *ls = listen4(&l);
+    struct sockaddr_in dst = a4(emu_listener_port(ls));
+    struct emu_conn *bad = NULL;
+    ck_assert_int_eq(emu_conn_connect(E1, (struct sockaddr *)&dst, sizeof dst, NULL, 0, NULL, big,
+                                      EMU_CONN_PDATA_MAX + 1, &ops_plain, NULL, &bad),
+                     -EINVAL);
+    ck_assert_ptr_null(bad);
+    for (int k = 0; k < 4; k++) {
+        uint16_t sz = sizes[k];
+        struct side a, p;
+        side_init(&a);
+        side_init(&p);
+        struct emu_conn *ac = connect4(emu_listener_port(ls), NULL, sz ? big : NULL, sz,
+                                       &ops_plain, &a);
+        ck_assert(lis_wait(&l, k + 1, 5000));
+        ck_assert_int_eq(l.pdlen, sz);
+        ck_assert(memcmp(l.pd, big, sz) == 0);
+        struct emu_conn *pc = lis_req(&l, k);
+        ck_assert_int_eq(emu_conn_accept(pc, NULL, back, EMU_CONN_PDATA_MAX + 1, &ops_plain, &p),
+                         -EINVAL);
+        ck_assert_int_eq(emu_conn_accept(pc, NULL, sz ? back : NULL, sz, &ops_plain, &p), 0);
+        ck_assert(side_wait(&a, 1, 5000));
+        ck_assert(side_wait(&p, 1, 5000));
+        ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
+        ck_assert_int_eq(a.ev[0].len, sz);
+        ck_assert(memcmp(a.ev[0].pd, back, sz) == 0);
+        ck_assert_int_eq(p.ev[0].type, EMU_CONN_ESTABLISHED);
+        emu_conn_free(ac); /* abortive close, no local event */
+        ck_assert(side_wait(&p, 2, 5000));
+        ck_assert_int_eq(p.ev[1].type, EMU_CONN_DISCONNECTED);
+        ck_assert_int_eq(side_n(&a), 1);
+        emu_conn_free(pc);
+    }
+    emu_listener_free(ls);
+}
+END_TEST
+
+START_TEST(reject_with_pdata)
+{
+    struct lis l;
+    lis_init(&l, L_MANUAL);
+    struct emu_listener *ls = listen4(&l);
+    for (int k = 0; k < 2; k++) {
+        struct side a;
+        side_init(&a);
+        struct emu_conn *ac = connect4(emu_listener_port(ls), NULL, "knock", 5, &ops_plain, &a);
+        ck_assert(lis_wait(&l, k + 1, 5000));
+        struct emu_conn *pc = lis_req(&l, k);
+        if (k == 0) {
+            ck_assert_int_eq(emu_conn_reject(pc, "go away", 7), 0);
+        } else {
+            ck_assert_int_eq(emu_conn_reject(pc, NULL, 0), 0);
+        }
+        ck_assert(side_wait(&a, 1, 5000));
+        ck_assert_int_eq(a.ev[0].type, EMU_CONN_PEER_REJECTED);
+        if (k == 0) {
+            ck_assert_int_eq(a.ev[0].len, 7);
+            ck_assert(memcmp(a.ev[0].pd, "go away", 7) == 0);
+        } else {
+            ck_assert_int_eq(a.ev[0].len, 0);
+        }
+        sleep_ms(50);
+        ck_assert_int_eq(side_n(&a), 1);
+        emu_conn_free(ac);
+    }
+    /* rejecting from inside the listener callback */
+    l.mode = L_REJECT;
+    memcpy(l.apd, "full", 4);
+    l.apd_len = 4;
+    struct side a;
+    side_init(&a);
+    struct emu_conn *ac = connect4(emu_listener_port(ls), NULL, NULL, 0, &ops_plain, &a);
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert_int_eq(a.ev[0].type, EMU_CONN_PEER_REJECTED);
+    ck_assert_int_eq(a.ev[0].len, 4);
+    emu_conn_free(ac);
+    emu_listener_free(ls);
+}
+END_TEST
+
+START_TEST(closed_port_is_non_peer_reject)
+{
+    struct lis l;
+    lis_init(&l, L_MANUAL);
+    struct emu_listener *ls = listen4(&l);
+    uint16_t port = emu_listener_port(ls);
+    emu_listener_free(ls);
+    struct side a;
+    side_init(&a);
+    struct emu_conn *ac = connect4(port, NULL, "x", 1, &ops_plain, &a);
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert_int_eq(a.ev[0].type, EMU_CONN_NON_PEER_REJECTED);
+    ck_assert_int_eq(a.ev[0].err, ECONNREFUSED);
+    sleep_ms(50);
+    ck_assert_int_eq(side_n(&a), 1);
+    emu_conn_free(ac);
+}
+END_TEST
+
+START_TEST(timeout_when_owner_never_answers)
+{
+    struct lis l;
+    lis_init(&l, L_MANUAL);
+    struct emu_listener *ls = listen4(&l);
+    struct side a, p;
+    side_init(&a);
+    side_init(&p);
+    struct emu_conn_params ap = {.timeout_us = 200000};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct emu_conn *ac = connect4(emu_listener_port(ls), &ap, NULL, 0, &ops_plain, &a);
+    ck_assert(lis_wait(&l, 1, 5000));
+    ck_assert(side_wait(&a, 1, 5000));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    ck_assert_int_eq(a.ev[0].type, EMU_CONN_TIMED_OUT);
+    ck_assert_int_ge(ms, 190);
+    ck_assert_int_lt(ms, 3000);
+    /* The late accept finds the initiator gone. */
+    sleep_ms(50);
+    struct emu_conn *pc = lis_req(&l, 0);
+    ck_assert_int_eq(emu_conn_accept(pc, NULL, NULL, 0, &ops_plain, &p), 0);
+    ck_assert(side_wait(&p, 1, 5000));
+    ck_assert_int_eq(p.ev[0].type, EMU_CONN_ACCEPT_ERROR);
+    sleep_ms(50);
+    ck_assert_int_eq(side_n(&a), 1);
+    ck_assert_int_eq(side_n(&p), 1);
+    emu_conn_free(ac);
+    emu_conn_free(pc);
+    emu_listener_free(ls);
+}
+END_TEST
+
+/* A listener whose accept queue is full drops SYNs: TCP never completes. */
+START_TEST(unreachable_when_tcp_never_completes)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in la = a4(0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&la, sizeof la), 0);
+    ck_assert_int_eq(listen(lfd, 0), 0);
+    socklen_t sl = sizeof la;
+    getsockname(lfd, (struct sockaddr *)&la, &sl);
+    int fill[4];
+    for (int i = 0; i < 4; i++) {
+        fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fill[i], (struct sockaddr *)&la, sizeof la);
+    }
+    sleep_ms(100);
+    struct side a;
+    side_init(&a);
+    struct emu_conn_params ap = {.timeout_us = 300000};
+    struct emu_conn *ac = connect4(ntohs(la.sin_port), &ap, NULL, 0, &ops_plain, &a);
+    ck_assert(side_wait(&a, 1, 5000));
+    /* Either TCP stalled (UNREACHABLE) or the kernel completed it and no
+     * Reply came (TIMED_OUT): both are "no answer within the timeout". */
+    ck_assert_msg(a.ev[0].type == EMU_CONN_UNREACHABLE || a.ev[0].type == EMU_CONN_TIMED_OUT,
+                  "got %s", emu_conn_event_name(a.ev[0].type));
+    ck_assert_int_eq(a.ev[0].err, ETIMEDOUT);
+    emu_conn_free(ac);
+    for (int i = 0; i < 4; i++)
+        close(fill[i]);
+    close(lfd);
+}
+END_TEST
+
+/* Establish one connection pair through an auto-accepting listener. */
+struct pair {
+    struct lis l;
+    struct emu_listener *ls;
+    struct side a, p[1];
+    struct emu_conn *ac;
+};
+
+static void pair_up(struct pair *x, const struct emu_conn_ops *ops)
+{
+    lis_init(&x->l, L_ACCEPT);
+    x->l.sides = x->p;
+    x->l.nsides = 1;
+    x->l.ops = ops;
+    side_init(&x->a);
+    side_init(&x->p[0]);
+    x->ls = listen4(&x->l);
+    x->ac = connect4(emu_listener_port(x->ls), NULL, NULL, 0, ops, &x->a);
+    ck_assert(side_wait(&x->a, 1, 5000));
+    ck_assert(side_wait(&x->p[0], 1, 5000));
+    ck_assert_int_eq(x->a.ev[0].type, EMU_CONN_ESTABLISHED);
+    ck_assert_int_eq(x->p[0].ev[0].type, EMU_CONN_ESTABLISHED);
+}
+
+static void pair_down(struct pair *x)
+{
+    emu_conn_free(x->ac);
+    emu_conn_free(x->p[0].c);
+    emu_listener_free(x->ls);
+}
+
+static void check_one_terminal(struct side *s, int type)
+{
+    ck_assert(side_wait(s, 2, 5000));
+    sleep_ms(100);
+    ck_assert_int_eq(side_n(s), 2);
+    ck_assert_msg(side_type(s, 1) == type, "got %s want %s",
+                  emu_conn_event_name(side_type(s, 1)), emu_conn_event_name(type));
+}
+
+START_TEST(disconnect_matrix)
+{
+    /* _i: 0 active graceful, 1 passive graceful, 2 active abrupt, 3 passive abrupt;
+     * with and without an rx hook */
+    for (int hook = 0; hook < 2; hook++) {
+        struct pair x;
+        pair_up(&x, hook ? &ops_rx : &ops_plain);
+        bool graceful = _i < 2;
+        struct emu_conn *who = (_i % 2) == 0 ? x.ac : x.p[0].c;
+        ck_assert_int_eq(emu_conn_disconnect(who, graceful), 0);
+        ck_assert_int_eq(emu_conn_disconnect(who, graceful), 0); /* repeat: harmless */
+        check_one_terminal(&x.a, EMU_CONN_DISCONNECTED);
+        check_one_terminal(&x.p[0], EMU_CONN_DISCONNECTED);
+        pair_down(&x);
+    }
+}
+END_TEST
+
+START_TEST(fail_is_broken_peer_disconnected)
+{
+    struct pair x;
+    pair_up(&x, &ops_plain);
+    ck_assert_int_eq(emu_conn_fail(x.ac, EPROTO), 0);
+    check_one_terminal(&x.a, EMU_CONN_BROKEN);
+    ck_assert_int_eq(x.a.ev[1].err, EPROTO);
+    check_one_terminal(&x.p[0], EMU_CONN_DISCONNECTED);
+    pair_down(&x);
+}
+END_TEST
+
+START_TEST(simultaneous_disconnects)
+{
+    for (int i = 0; i < 10; i++) {
+        struct pair x;
+        pair_up(&x, &ops_rx);
+        emu_conn_disconnect(x.ac, i % 2);
+        emu_conn_disconnect(x.p[0].c, i % 3 == 0);
+        emu_conn_fail(x.ac, EIO); /* may lose the race: still one terminal */
+        ck_assert(side_wait(&x.a, 2, 5000));
+        ck_assert(side_wait(&x.p[0], 2, 5000));
+        sleep_ms(30);
+        ck_assert_int_eq(side_n(&x.a), 2);
+        ck_assert_int_eq(side_n(&x.p[0]), 2);
+        pair_down(&x);
+    }
+}
+END_TEST
+
+START_TEST(ipv6_loopback)
+{
+    struct lis l;
+    lis_init(&l, L_ACCEPT);
+    struct side a, p;
+    side_init(&a);
+    side_init(&p);
+    l.sides = &p;
+    l.nsides = 1;
+    memcpy(l.apd, "v6", 2);
+    l.apd_len = 2;
+    struct sockaddr_in6 la = a6(0);
+    struct emu_listener *ls = NULL;
+    int rc = emu_listener_create(E2, (struct sockaddr *)&la, sizeof la, 0, &lops, &l, &ls);
+    if (rc == -EADDRNOTAVAIL || rc == -EAFNOSUPPORT)
+        return; /* no IPv6 on this host */
+    ck_assert_int_eq(rc, 0);
+    struct sockaddr_in6 dst = a6(emu_listener_port(ls));
+    struct emu_conn *ac = NULL;
+    ck_assert_int_eq(emu_conn_connect(E1, (struct sockaddr *)&dst, sizeof dst, NULL, 0, NULL,
+                                      "six", 3, &ops_plain, &a, &ac),
+                     0);
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert(side_wait(&p, 1, 5000));
+    ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
+    ck_assert_int_eq(a.ev[0].len, 2);
+    ck_assert_msg(strncmp(l.peer, "[::1]:", 6) == 0, "peer %s", l.peer);
+    struct emu_conn_info ai;
+    ck_assert_int_eq(emu_conn_get_info(ac, &ai), 0);
+    ck_assert_int_eq(ai.peer.ss_family, AF_INET6);
+    ck_assert(!ai.crc);
+    ck_assert_int_eq(emu_conn_disconnect(p.c, true), 0);
+    check_one_terminal(&a, EMU_CONN_DISCONNECTED);
+    check_one_terminal(&p, EMU_CONN_DISCONNECTED);
+    emu_conn_free(ac);
+    emu_conn_free(p.c);
+    emu_listener_free(ls);
+}
+END_TEST
+
+static int raw_connect(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = a4(port);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* Read until EOF/RST; returns bytes read, or -1 on timeout. */
+static int raw_read_to_close(int fd, uint8_t *buf, int cap, int ms)
+{
+    int got = 0;
+    for (int i = 0; i < ms / 10; i++) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 10) <= 0)
+            continue;
+        ssize_t n = recv(fd, buf + got, (size_t)(cap - got), 0);
+        if (n <= 0)
+            return got;
+        got += (int)n;
+        if (got >= cap)
+            return got;
+    }
+    return -1;
+}
+
+START_TEST(malformed_request_closed_listener_survives)
+{
+    struct lis l;
+    lis_init(&l, L_ACCEPT);
+    struct side p;
+    side_init(&p);
+    l.sides = &p;
+    l.nsides = 1;
+    struct emu_listener *ls = listen4(&l);
+    uint16_t port = emu_listener_port(ls);
+    uint8_t buf[600];
+
+    /* garbage key */
+    int fd = raw_connect(port);
+    const char *junk = "GET / HTTP/1.0\r\nHost: x\r\n\r\n";
+    ck_assert_int_eq(send(fd, junk, strlen(junk), 0), (ssize_t)strlen(junk));
+    ck_assert_int_eq(raw_read_to_close(fd, buf, sizeof buf, 3000), 0);
+    close(fd);
+
+    /* valid key, PD_Length beyond 512 */
+    fd = raw_connect(port);
+    uint8_t hdr[20];
+    memcpy(hdr, "MPA ID Req Frame", 16);
+    hdr[16] = 0x10;
+    hdr[17] = 2;
+    hdr[18] = 0x04;
+    hdr[19] = 0x00; /* 1024 */
+    ck_assert_int_eq(send(fd, hdr, 20, 0), 20);
+    ck_assert_int_eq(raw_read_to_close(fd, buf, sizeof buf, 3000), 0);
+    close(fd);
+
+    /* a Request asking for markers: polite reject (R set), then close */
+    fd = raw_connect(port);
+    uint8_t mreq[24];
+    memcpy(mreq, "MPA ID Req Frame", 16);
+    mreq[16] = 0x80 | 0x10;
+    mreq[17] = 2;
+    mreq[18] = 0;
+    mreq[19] = 4;
+    mreq[20] = 0x80;
+    mreq[21] = 4;
+    mreq[22] = 0x80;
+    mreq[23] = 4;
+    ck_assert_int_eq(send(fd, mreq, 24, 0), 24);
+    int n = raw_read_to_close(fd, buf, sizeof buf, 3000);
+    ck_assert_int_ge(n, 20);
+    ck_assert(memcmp(buf, "MPA ID Rep Frame", 16) == 0);
+    ck_assert(buf[16] & 0x20);    /* R */
+    ck_assert(!(buf[16] & 0x80)); /* M clear */
+    close(fd);
+
+    /* close half-way through a Request */
+    fd = raw_connect(port);
+    ck_assert_int_eq(send(fd, "MPA ID Req", 10, 0), 10);
+    close(fd);
+
+    ck_assert_int_eq(l.n, 0); /* none of these reached the owner */
+    /* the listener still works */
+    struct side a;
+    side_init(&a);
+    struct emu_conn *ac = connect4(port, NULL, "ok", 2, &ops_plain, &a);
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
+    ck_assert(side_wait(&p, 1, 5000));
+    emu_conn_free(ac);
+    emu_conn_free(p.c);
+    emu_listener_free(ls);
+}
+END_TEST
+
+/* A raw initiator that sends a proper Request and RTR, to check the bytes
+ * of our Reply and that a wrong RTR is refused. */
+START_TEST(raw_initiator_rtr_rules)
+{
+    struct lis l;
+    lis_init(&l, L_ACCEPT);
+    struct side p[2];
+    side_init(&p[0]);
+    side_init(&p[1]);
+    l.sides = p;
+    l.nsides = 2;
+    struct emu_listener *ls = listen4(&l);
+    uint16_t port = emu_listener_port(ls);
+    uint8_t req[24];
+    memcpy(req, "MPA ID Req Frame", 16);
+    req[16] = 0x10; /* Enhanced, C=0 */
+    req[17] = 2;
+    req[18] = 0;
+    req[19] = 4;
+    req[20] = 0x80; /* A | IRD 4 */
+    req[21] = 4;
+    req[22] = 0x80; /* C (Write RTR) | ORD 4 */
+    req[23] = 4;
+    for (int k = 0; k < 2; k++) {
+        int fd = raw_connect(port);
+        ck_assert_int_eq(send(fd, req, 24, 0), 24);
+        uint8_t rep[24];
+        int got = 0;
+        for (int i = 0; i < 300 && got < 24; i++) {
+            ssize_t n = recv(fd, rep + got, (size_t)(24 - got), MSG_DONTWAIT);
+            if (n > 0)
+                got += (int)n;
+            else
+                sleep_ms(10);
+        }
+        ck_assert_int_eq(got, 24);
+        ck_assert(memcmp(rep, "MPA ID Rep Frame", 16) == 0);
+        ck_assert_uint_eq(rep[16] & 0xF0, 0x10); /* Enhanced, no C/R/M */
+        ck_assert_uint_eq(rep[17], 2);
+        ck_assert_uint_eq(rep[20] & 0x80, 0x80); /* A echoed */
+        ck_assert_uint_eq(rep[22] & 0xC0, 0x80); /* Write RTR chosen */
+        ck_assert_int_eq(side_n(&p[k]), 0);      /* no ESTABLISHED before the RTR */
+        if (k == 0) {
+            static const uint8_t rtr[20] = {0x00, 0x0e, 0xc1, 0x40, 0, 0, 0, 1, 0, 0,
+                                            0,    0,    0,    0,    0, 0, 0, 0, 0, 0};
+            ck_assert_int_eq(send(fd, rtr, 20, 0), 20);
+            ck_assert(side_wait(&p[k], 1, 5000));
+            ck_assert_int_eq(p[k].ev[0].type, EMU_CONN_ESTABLISHED);
+        } else {
+            /* a Send instead of the RTR */
+            static const uint8_t send_fpdu[24] = {0x00, 0x12, 0x41, 0x43, 0, 0, 0, 0, 0, 0,
+                                                  0,    0,    0,    0,    0, 1, 0, 0, 0, 0};
+            ck_assert_int_eq(send(fd, send_fpdu, 24, 0), 24);
+            ck_assert(side_wait(&p[k], 1, 5000));
+            ck_assert_int_eq(p[k].ev[0].type, EMU_CONN_ACCEPT_ERROR);
+        }
+        close(fd);
+    }
+    check_one_terminal(&p[0], EMU_CONN_DISCONNECTED);
+    emu_conn_free(p[0].c);
+    emu_conn_free(p[1].c);
+    emu_listener_free(ls);
+}
+END_TEST
+
+START_TEST(crc_negotiation)
+{
+    /* on at either end -> on at both ends */
+    for (int k = 0; k < 2; k++) {
+        struct lis l;
+        lis_init(&l, L_ACCEPT);
+        struct side a, p;
+        side_init(&a);
+        side_init(&p);
+        l.sides = &p;
+        l.nsides = 1;
+        l.params.crc = k == 0 ? EMU_CRC_OFF : EMU_CRC_ON;
+        l.ops = &ops_rx;
+        struct emu_listener *ls = listen4(&l);
+        struct emu_conn_params ap = {.crc = k == 0 ? EMU_CRC_ON : EMU_CRC_OFF};
+        struct emu_conn *ac = connect4(emu_listener_port(ls), &ap, "c", 1, &ops_rx, &a);
+        ck_assert(side_wait(&a, 1, 5000));
+        ck_assert(side_wait(&p, 1, 5000));
+        ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
+        ck_assert_int_eq(p.ev[0].type, EMU_CONN_ESTABLISHED); /* RTR CRC checked */
+        struct emu_conn_info ai, pi;
+        emu_conn_get_info(ac, &ai);
+        emu_conn_get_info(p.c, &pi);
+        ck_assert(ai.crc && pi.crc);
+        emu_conn_free(ac);
+        emu_conn_free(p.c);
+        emu_listener_free(ls);
+    }
+}
+END_TEST
+
+START_TEST(many_connections)
+{
+    enum { N = 200 };
+    static struct side as[N], ps[N];
+    struct lis *l = calloc(1, sizeof *l);
+    lis_init(l, L_ACCEPT);
+    l->sides = ps;
+    l->nsides = N;
+    memcpy(l->apd, "acc", 3);
+    l->apd_len = 3;
+    for (int i = 0; i < N; i++) {
+        side_init(&as[i]);
+        side_init(&ps[i]);
+    }
+    struct emu_listener *ls = listen4(l);
+    for (int i = 0; i < N; i++) {
+        char pd[16];
+        int len = snprintf(pd, sizeof pd, "c%d", i);
+        connect4(emu_listener_port(ls), NULL, pd, (uint16_t)len, &ops_plain, &as[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(side_wait(&as[i], 1, 10000), "conn %d", i);
+        ck_assert_int_eq(as[i].ev[0].type, EMU_CONN_ESTABLISHED);
+        ck_assert_int_eq(as[i].ev[0].len, 3);
+    }
+    for (int i = 0; i < N; i++) {
+        ck_assert(side_wait(&ps[i], 1, 10000));
+        ck_assert_int_eq(ps[i].ev[0].type, EMU_CONN_ESTABLISHED);
+    }
+    ck_assert_int_eq(l->accept_rc, 0);
+    for (int i = 0; i < N; i++)
+        emu_conn_disconnect(as[i].c, i % 2 == 0);
+    for (int i = 0; i < N; i++) {
+        ck_assert(side_wait(&as[i], 2, 10000));
+        ck_assert(side_wait(&ps[i], 2, 10000));
+    }
+    sleep_ms(100);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(side_n(&as[i]), 2);
+        ck_assert_int_eq(side_n(&ps[i]), 2);
+        ck_assert_int_eq(side_type(&as[i], 1), EMU_CONN_DISCONNECTED);
+        ck_assert_int_eq(side_type(&ps[i], 1), EMU_CONN_DISCONNECTED);
+        emu_conn_free(as[i].c);
+        emu_conn_free(ps[i].c);
+    }
+    emu_listener_free(ls);
+    free(l);
+}
+END_TEST
+
+START_TEST(free_in_any_state)
+{
+    struct lis l;
+    lis_init(&l, L_MANUAL);
+    struct emu_listener *ls = listen4(&l);
+    uint16_t port = emu_listener_port(ls);
+    /* freed before the connect job can even run, and while waiting for a Reply */
+    for (int i = 0; i < 20; i++) {
+        struct side a;
+        side_init(&a);
+        struct emu_conn *ac = connect4(port, NULL, NULL, 0, &ops_plain, &a);
+        if (i % 2)
+            ck_assert(lis_wait(&l, (i + 1) / 2, 5000));
+        emu_conn_free(ac);
+        ck_assert_int_eq(side_n(&a), 0);
+    }
+    /* pending requests: free them unanswered */
+    ck_assert(lis_wait(&l, 10, 5000));
+    sleep_ms(50);
+    for (int i = 0; i < l.n && i < 20; i++)
+        emu_conn_free(lis_req(&l, i));
+    /* free from inside the ESTABLISHED callback, on both sides */
+    struct side a, p;
+    side_init(&a);
+    side_init(&p);
+    a.free_on_established = true;
+    p.free_on_established = true;
+    int n0 = l.n;
+    connect4(port, NULL, NULL, 0, &ops_plain, &a);
+    ck_assert(lis_wait(&l, n0 + 1, 5000));
+    ck_assert_int_eq(emu_conn_accept(lis_req(&l, n0), NULL, NULL, 0, &ops_plain, &p), 0);
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert(side_wait(&p, 1, 5000));
+    sleep_ms(100);
+    ck_assert_int_eq(side_n(&a), 1);
+    ck_assert_int_eq(side_n(&p), 1);
+    emu_listener_free(ls);
+}
+END_TEST
+
+START_TEST(listener_errors_and_ranges)
+{
+    struct lis l;
+    lis_init(&l, L_MANUAL);
+    struct emu_listener *ls = listen4(&l), *ls2 = NULL;
+    uint16_t port = emu_listener_port(ls);
+    struct sockaddr_in a = a4(0);
+    ck_assert_int_eq(emu_listener_create(E2, (struct sockaddr *)&a, sizeof a, port, &lops, &l,
+                                         &ls2),
+                     -EADDRINUSE);
+    ck_assert_ptr_null(ls2);
+    /* an address that is not ours (TEST-NET-1, nothing is sent) */
+    struct sockaddr_in far = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "192.0.2.1", &far.sin_addr);
+    ck_assert_int_eq(emu_listener_create(E2, (struct sockaddr *)&far, sizeof far, 0, &lops, &l,
+                                         &ls2),
+                     -EADDRNOTAVAIL);
+    struct sockaddr bad = {.sa_family = AF_UNIX};
+    ck_assert_int_eq(emu_listener_create(E2, &bad, sizeof bad, 0, &lops, &l, &ls2),
+                     -EAFNOSUPPORT);
+    ck_assert_int_eq(emu_listener_create(E2, (struct sockaddr *)&a, sizeof a, 0, NULL, &l, &ls2),
+                     -EINVAL);
+
+    /* range [port, port+3] with port itself taken */
+    struct emu_listener *r[5] = {0};
+    int made = 0;
+    for (int i = 0; i < 5; i++) {
+        int rc = emu_listener_create_range(E2, (struct sockaddr *)&a, sizeof a, port,
+                                           (uint16_t)(port + 3), &lops, &l, &r[i]);
+        if (rc == -EADDRINUSE)
+            break;
+        ck_assert_int_eq(rc, 0);
+        uint16_t q = emu_listener_port(r[i]);
+        ck_assert(q > port && q <= port + 3);
+        for (int j = 0; j < i; j++)
+            ck_assert_uint_ne(q, emu_listener_port(r[j]));
+        made++;
+    }
+    ck_assert_int_le(made, 3);
+    ck_assert_int_ge(made, 1); /* (flaky only if 3 neighbours are busy) */
+    ck_assert_int_eq(emu_listener_create_range(E2, (struct sockaddr *)&a, sizeof a, 10, 5, &lops,
+                                               &l, &ls2),
+                     -EINVAL);
+    for (int i = 0; i < made; i++)
+        emu_listener_free(r[i]);
+    emu_listener_free(ls);
+    /* the port is free again */
+    ck_assert_int_eq(emu_listener_create(E2, (struct sockaddr *)&a, sizeof a, port, &lops, &l,
+                                         &ls2),
+                     0);
+    emu_listener_free(ls2);
+}
+END_TEST
+
+START_TEST(destroy_engines_with_live_connections)
+{
+    /* own engines: the fixture's are replaced */
+    for (int round = 0; round < 3; round++) {
+        struct lis *l = calloc(1, sizeof *l);
+        lis_init(l, L_ACCEPT);
+        struct side *ps = calloc(4, sizeof *ps), *as = calloc(6, sizeof *as);
+        for (int i = 0; i < 4; i++)
+            side_init(&ps[i]);
+        for (int i = 0; i < 6; i++)
+            side_init(&as[i]);
+        l->sides = ps;
+        l->nsides = 3; /* the 4th request stays unanswered */
+        struct emu_listener *ls = listen4(l);
+        for (int i = 0; i < 4; i++)
+            connect4(emu_listener_port(ls), NULL, NULL, 0, &ops_rx, &as[i]);
+        for (int i = 0; i < 3; i++)
+            ck_assert(side_wait(&as[i], 1, 5000));
+        ck_assert(lis_wait(l, 4, 5000));
+        /* one connecting to nowhere-answering, one half-closed */
+        struct emu_listener *ls2 = listen4(l);
+        connect4(emu_listener_port(ls2), NULL, NULL, 0, &ops_plain, &as[4]);
+        emu_conn_disconnect(as[0].c, true);
+        emu_engine_destroy(E1);
+        emu_engine_destroy(E2);
+        setup();
+        free(l);
+        free(ps);
+        free(as);
+    }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("emu_conn");
+    TCase *tc = tcase_create("conn");
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, connect_accept_pdata_and_data);
+    tcase_add_test(tc, pdata_sizes);
+    tcase_add_test(tc, reject_with_pdata);
+    tcase_add_test(tc, closed_port_is_non_peer_reject);
+    tcase_add_test(tc, timeout_when_owner_never_answers);
+    tcase_add_test(tc, unreachable_when_tcp_never_completes);
+    tcase_add_loop_test(tc, disconnect_matrix, 0, 4);
+    tcase_add_test(tc, fail_is_broken_peer_disconnected);
+    tcase_add_test(tc, simultaneous_disconnects);
+    tcase_add_test(tc, ipv6_loopback);
+    tcase_add_test(tc, malformed_request_closed_listener_survives);
+    tcase_add_test(tc, raw_initiator_rtr_rules);
+    tcase_add_test(tc, crc_negotiation);
+    tcase_add_test(tc, many_connections);
+    tcase_add_test(tc, free_in_any_state);
+    tcase_add_test(tc, listener_errors_and_ranges);
+    tcase_add_test(tc, destroy_engines_with_live_connections);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
