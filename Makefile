@@ -200,8 +200,16 @@ ABI_GEN  := $(OBJ)/test/abi
 ABI_TEST := $(BUILD)/test/dat/test_abi
 ABI_OBJS := $(ABI_GEN)/abi_ours.o $(ABI_GEN)/abi_ref.o $(ABI_GEN)/abi_findings.o
 
+# Regenerate when libdapl-dev, clang or python3 appear or go (package files
+# keep old timestamps, so the header list alone would not notice).
+ABI_STATE := $(wildcard $(DEBIAN_DAT_INCLUDE)/dat2/udat.h) $(shell command -v clang; command -v python3)
+$(ABI_GEN)/state: abi_state_check
+	@mkdir -p $(@D)
+	@echo '$(ABI_STATE)' | cmp -s - $@ || echo '$(ABI_STATE)' > $@
+.PHONY: abi_state_check
+
 $(ABI_GEN)/abi_table.c: test/abi/abi_gen.py $(wildcard include/dat2/*.h) \
-                        $(wildcard $(DEBIAN_DAT_INCLUDE)/dat2/*.h)
+                        $(wildcard $(DEBIAN_DAT_INCLUDE)/dat2/*.h) $(ABI_GEN)/state
 	@mkdir -p $(@D)
 	@if command -v python3 >/dev/null 2>&1; then \
 	  python3 test/abi/abi_gen.py --ref $(DEBIAN_DAT_INCLUDE) --ours include --outdir $(@D); \

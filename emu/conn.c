@@ -27,6 +27,7 @@ enum cstate {
     CS_A_SEND_REQ,      /* active: writing the MPA Request */
     CS_A_WAIT_REP,      /* active: reading the MPA Reply */
     CS_A_SEND_RTR,      /* active: writing the RTR */
+    CS_A_WAIT_RTR_RESP, /* active: Read RTR sent, reading its zero-length Response */
     CS_P_WAIT_REQ,      /* passive: reading the MPA Request (listener owns it) */
     CS_P_PENDING,       /* passive: delivered, waiting for accept/reject */
     CS_P_DEAD,          /* passive: delivered, peer gone or misbehaved */
@@ -40,7 +41,7 @@ enum cstate {
 };
 
 static const char *const state_names[] = {
-    "NEW", "A_TCP", "A_SEND_REQ", "A_WAIT_REP", "A_SEND_RTR", "P_WAIT_REQ", "P_PENDING",
+    "NEW", "A_TCP", "A_SEND_REQ", "A_WAIT_REP", "A_SEND_RTR", "A_WAIT_RTR_RESP", "P_WAIT_REQ", "P_PENDING",
     "P_DEAD", "P_SEND_REP", "P_WAIT_RTR", "P_SEND_RTR_RESP", "REJECTING", "EST", "CLOSING",
     "CLOSED"};
 
@@ -76,6 +77,8 @@ struct emu_conn {
     uint8_t req_pd[EMU_MPA_PD_MAX];
     uint8_t apd[EMU_CONN_PDATA_MAX]; /* accept/reject private data */
     uint16_t apd_len;
+    uint8_t rep_pd[EMU_CONN_PDATA_RX_MAX]; /* active: the Reply's private data */
+    uint16_t rep_pd_len;
     struct emu_conn_info info;
     struct sockaddr_storage target;
     socklen_t target_len;
@@ -507,6 +510,62 @@ static int build_tagged0(struct emu_conn *c, unsigned op, uint32_t stag, uint64_
     return 0;
 }
 
+static int build_read_rtr(struct emu_conn *c)
+{
+    struct emu_ddp_hdr h;
+    memset(&h, 0, sizeof h);
+    h.opcode = EMU_OP_READ_REQ;
+    h.last = true;
+    h.qn = EMU_QN_READ_REQ;
+    h.msn = 1;
+    h.u.rreq.sink_stag = 1;
+    h.u.rreq.src_stag = 1;
+    size_t hlen = 0;
+    if (emu_fpdu_build_hdr(&h, 0, c->out, sizeof c->out, &hlen) != EMU_DDP_OK)
+        return -EPROTO;
+    size_t tl = emu_fpdu_build_trailer(c->out, hlen, NULL, 0, c->info.crc, c->out + hlen);
+    c->out_len = hlen + tl;
+    c->out_off = 0;
+    return 0;
+}
+
+/* Check a complete RTR-phase FPDU held in c->in; 0 and *h, or -errno. */
+static int parse_rtr_fpdu(struct emu_conn *c, struct emu_ddp_hdr *h)
+{
+    uint16_t ulpdu = (uint16_t)(c->in[0] << 8 | c->in[1]);
+    size_t need = 0;
+    int rc = emu_ddp_parse(c->in + 2, ulpdu, ulpdu, NULL, h, &need);
+    if (rc != EMU_DDP_OK) {
+        SD_INFO("conn", "%p bad RTR-phase FPDU: %s", (void *)c, emu_ddp_strerror(rc));
+        return -EPROTO;
+    }
+    if (c->info.crc) {
+        struct iovec v = {.iov_base = c->in, .iov_len = c->in_len};
+        if (!emu_fpdu_crc_ok(&v, 1))
+            return -EBADMSG;
+    }
+    return 0;
+}
+
+/* Phase 0 reads the 2-byte ULPDU_Length, phase 1 the rest of one small
+ * FPDU. 1 = complete, 0 = more to come, -errno. */
+static int small_fpdu_read(struct emu_conn *c)
+{
+    int rc = hs_read(c);
+    if (rc == 1 && c->in_phase == 0) {
+        uint32_t ulpdu = (uint32_t)(c->in[0] << 8 | c->in[1]);
+        uint32_t total = emu_fpdu_wire_len(ulpdu);
+        if (ulpdu < EMU_DDP_TAGGED_HLEN || total > RTR_MAX_FPDU) {
+            SD_INFO("conn", "%p FPDU with ULPDU %u during the RTR phase", (void *)c, ulpdu);
+            return -EPROTO;
+        }
+        c->in_phase = 1;
+        c->in_need = total;
+        rc = hs_read(c);
+    }
+    return rc;
+}
+
 /* Best effort: one Terminate (LLP / MPA, code) before closing. */
 static void send_llp_terminate(struct emu_conn *c, uint8_t code)
 {
@@ -609,8 +668,11 @@ static void tcp_connected(struct emu_conn *c)
     c->pol.crc = crc_wanted(c->params.crc, (struct sockaddr *)&c->info.local,
                             (struct sockaddr *)&c->info.peer);
     c->pol.p2p = !c->params.no_p2p;
-    /* Only the Write RTR: it needs nothing from the responder's data path. */
-    c->pol.rtr = EMU_MPA_RTR_WRITE;
+    /* Write and Read RTR (irdma insists on choosing Read); never Send. */
+    c->pol.rtr = c->params.rtr_offer ? c->params.rtr_offer & (EMU_MPA_RTR_WRITE | EMU_MPA_RTR_READ)
+                                     : EMU_MPA_RTR_WRITE | EMU_MPA_RTR_READ;
+    if (c->pol.rtr == 0)
+        c->pol.rtr = EMU_MPA_RTR_WRITE;
     c->pol.ird = c->params.ird;
     c->pol.ord = c->params.ord;
     size_t len = 0;
@@ -675,9 +737,15 @@ static void reply_complete(struct emu_conn *c)
         return;
     }
     set_result(c, &res);
+    c->rep_pd_len = rep.pd_len;
+    if (rep.pd_len)
+        memcpy(c->rep_pd, rep.pd, rep.pd_len);
     if (res.p2p) {
-        /* Zero-length RDMA Write, STag 1 (never 0: Chelsio rejects it). */
-        if (build_tagged0(c, EMU_OP_WRITE, 1, 0) != 0) {
+        /* Zero-length RDMA Write, STag 1 (never 0: Chelsio rejects it), or a
+         * zero-length Read Request (MSN 1 on queue 1, STags 1). */
+        int brc = res.rtr == EMU_MPA_RTR_READ ? build_read_rtr(c)
+                                               : build_tagged0(c, EMU_OP_WRITE, 1, 0);
+        if (brc != 0) {
             finish(c, EMU_CONN_NON_PEER_REJECTED, EPROTO, true);
             return;
         }
@@ -685,7 +753,7 @@ static void reply_complete(struct emu_conn *c)
         flush_out(c);
         return;
     }
-    establish(c, rep.pd, rep.pd_len);
+    establish(c, c->rep_pd, c->rep_pd_len);
 }
 
 static void active_readable(struct emu_conn *c)
@@ -709,6 +777,30 @@ static void active_readable(struct emu_conn *c)
         /* Closed or reset before a Reply: the responder refused us. */
         finish(c, EMU_CONN_NON_PEER_REJECTED, rc == -ECONNABORTED ? ECONNRESET : -rc, true);
     }
+}
+
+/* The zero-length Read Response that answers our Read RTR. */
+static void rtr_resp_readable(struct emu_conn *c)
+{
+    int rc = small_fpdu_read(c);
+    if (rc == 0)
+        return;
+    if (rc < 0) {
+        finish(c, EMU_CONN_NON_PEER_REJECTED, rc == -ECONNABORTED ? ECONNRESET : -rc, true);
+        return;
+    }
+    struct emu_ddp_hdr h;
+    rc = parse_rtr_fpdu(c, &h);
+    if (rc == 0 && !(h.opcode == EMU_OP_READ_RESP && h.payload_len == 0 && h.last &&
+                     h.stag == 1))
+        rc = -EPROTO;
+    if (rc != 0) {
+        if (rc == -EBADMSG)
+            send_llp_terminate(c, EMU_MPA_LLP_CRC);
+        finish(c, EMU_CONN_NON_PEER_REJECTED, -rc, true);
+        return;
+    }
+    establish(c, c->rep_pd, c->rep_pd_len);
 }
 
 /* ---------------------------------------------------------------- passive side */
@@ -750,7 +842,8 @@ static void request_complete(struct emu_conn *c)
     if (rc == EMU_MPA_E_MARKERS) {
         /* A well-formed Request we cannot serve: reject it politely. */
         c->req = f;
-        memcpy(c->req_pd, f.pd, f.pd_len);
+        if (f.pd_len)
+            memcpy(c->req_pd, f.pd, f.pd_len);
         c->req.pd = c->req_pd;
         listener_unlink(c);
         reject_reply(c, NULL, 0);
@@ -805,22 +898,13 @@ static void pending_readable(struct emu_conn *c)
 
 static void rtr_complete(struct emu_conn *c)
 {
-    uint16_t ulpdu = (uint16_t)(c->in[0] << 8 | c->in[1]);
     struct emu_ddp_hdr h;
-    size_t need = 0;
-    int rc = emu_ddp_parse(c->in + 2, ulpdu, ulpdu, NULL, &h, &need);
-    if (rc != EMU_DDP_OK) {
-        SD_INFO("conn", "%p bad RTR: %s", (void *)c, emu_ddp_strerror(rc));
-        finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
-        return;
-    }
-    if (c->info.crc) {
-        struct iovec v = {.iov_base = c->in, .iov_len = c->in_len};
-        if (!emu_fpdu_crc_ok(&v, 1)) {
+    int rc = parse_rtr_fpdu(c, &h);
+    if (rc != 0) {
+        if (rc == -EBADMSG)
             send_llp_terminate(c, EMU_MPA_LLP_CRC);
-            finish(c, EMU_CONN_ACCEPT_ERROR, EBADMSG, true);
-            return;
-        }
+        finish(c, EMU_CONN_ACCEPT_ERROR, -rc, true);
+        return;
     }
     if (c->info.rtr == EMU_MPA_RTR_WRITE && h.opcode == EMU_OP_WRITE && h.payload_len == 0 &&
         h.last) {
@@ -845,19 +929,7 @@ static void rtr_complete(struct emu_conn *c)
 
 static void rtr_readable(struct emu_conn *c)
 {
-    int rc = hs_read(c);
-    if (rc == 1 && c->in_phase == 0) {
-        uint32_t ulpdu = (uint32_t)(c->in[0] << 8 | c->in[1]);
-        uint32_t total = emu_fpdu_wire_len(ulpdu);
-        if (ulpdu < EMU_DDP_TAGGED_HLEN || total > RTR_MAX_FPDU) {
-            SD_INFO("conn", "%p first FPDU (ULPDU %u) is no RTR", (void *)c, ulpdu);
-            finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
-            return;
-        }
-        c->in_phase = 1;
-        c->in_need = total;
-        rc = hs_read(c);
-    }
+    int rc = small_fpdu_read(c);
     if (rc == 1)
         rtr_complete(c);
     else if (rc < 0)
@@ -894,6 +966,7 @@ static void hs_fail(struct emu_conn *c, int err)
     case CS_A_SEND_REQ:
     case CS_A_WAIT_REP:
     case CS_A_SEND_RTR:
+    case CS_A_WAIT_RTR_RESP:
         finish(c, EMU_CONN_NON_PEER_REJECTED, err, true);
         break;
     case CS_P_SEND_REP:
@@ -916,10 +989,15 @@ static void out_done(struct emu_conn *c)
         watch(c, EMU_EV_READ, 0);
         break;
     case CS_A_SEND_RTR:
-        /* The Reply is still in c->in: its private data goes with the event. */
-        establish(c, c->in + EMU_MPA_HDR_LEN + (c->req.enhanced ? EMU_MPA_V2_LEN : 0),
-                  (uint16_t)(c->in_len - EMU_MPA_HDR_LEN -
-                             (c->req.enhanced ? EMU_MPA_V2_LEN : 0)));
+        if (c->info.rtr == EMU_MPA_RTR_READ) {
+            /* ESTABLISHED once the Read Response is in, so the data path
+             * never sees the handshake's FPDUs. */
+            set_state(c, CS_A_WAIT_RTR_RESP);
+            expect(c, 2);
+            watch(c, EMU_EV_READ, 0);
+        } else {
+            establish(c, c->rep_pd, c->rep_pd_len);
+        }
         break;
     case CS_P_SEND_REP:
         if (c->info.p2p) {
@@ -983,6 +1061,9 @@ static void conn_readable(struct emu_conn *c)
     case CS_A_WAIT_REP:
         active_readable(c);
         break;
+    case CS_A_WAIT_RTR_RESP:
+        rtr_resp_readable(c);
+        break;
     case CS_P_WAIT_REQ:
         passive_req_readable(c);
         break;
@@ -1038,6 +1119,7 @@ static void conn_timer(void *arg)
         case CS_A_SEND_REQ:
         case CS_A_WAIT_REP:
         case CS_A_SEND_RTR:
+        case CS_A_WAIT_RTR_RESP:
             finish(c, EMU_CONN_TIMED_OUT, ETIMEDOUT, true);
             break;
         case CS_P_WAIT_REQ:
@@ -1259,6 +1341,7 @@ static void disconnect_job_common(struct emu_conn *c, bool graceful)
     case CS_A_SEND_REQ:
     case CS_A_WAIT_REP:
     case CS_A_SEND_RTR:
+    case CS_A_WAIT_RTR_RESP:
     case CS_P_SEND_REP:
     case CS_P_WAIT_RTR:
     case CS_P_SEND_RTR_RESP:

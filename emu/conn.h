@@ -93,6 +93,8 @@ struct emu_conn_params {
     enum emu_crc_mode crc;
     bool no_p2p;                /* connect: plain RFC 5044 client/server mode
                                    (no RTR; interop/testing) */
+    unsigned rtr_offer;         /* connect: enum emu_mpa_rtr set to offer;
+                                   0 = WRITE|READ (SEND is never offered) */
 };
 
 /* Data path hooks. All optional; all run on the engine thread. */

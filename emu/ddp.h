@@ -33,6 +33,9 @@
 #define EMU_DDP_HLEN_MAX 70             /* atomic request; terminate w/ all copies */
 #define EMU_FPDU_HDR_MAX (2 + EMU_DDP_HLEN_MAX) /* incl. ULPDU_Length */
 #define EMU_FPDU_TRAILER_MAX 8          /* pad 3 + CRC 4, rounded */
+/* Project choice (docs/wire.md): FPDUs up to the 16-bit ULPDU limit, not
+ * MSS-sized; emu_mpa_mulpdu(emss) is the RFC's MSS-aligned value. */
+#define EMU_DDP_MULPDU_DEFAULT 65535u
 
 /* ---- control bytes ---- */
 #define EMU_DDP_T 0x80u
@@ -293,8 +296,8 @@ void emu_ddp_rx_init(struct emu_ddp_rx_state *st, bool rfc7306);
  * Returns NEED_MORE with *need = total header bytes required when avail is
  * short (call again with more), OK with *h filled, or an EMU_DDP_E_* parse
  * error (map it with emu_ddp_err_term). Checks, in order: DDP version,
- * RDMAP version, opcode, T vs opcode, header length vs ULPDU, QN, MSN, MO,
- * fixed-message rules. Stateless w.r.t. st: call emu_ddp_rx_advance after
+ * RDMAP version, opcode, T vs opcode, header length vs ULPDU, then TO wrap
+ * (tagged) or QN, MSN, MO, fixed-message rules, atomic op (untagged). Stateless w.r.t. st: call emu_ddp_rx_advance after
  * the segment was accepted and placed. */
 int emu_ddp_parse(const uint8_t *p, size_t avail, uint16_t ulpdu_len,
                   const struct emu_ddp_rx_state *st, struct emu_ddp_hdr *h,

@@ -153,7 +153,8 @@ enum emu_mem_status emu_mem_mr_query(struct emu_mr *mr, struct emu_mr_info *out)
 /* ---- windows ---- */
 enum emu_mem_status emu_mem_mw_create(struct emu_mem_table *t, struct emu_pz *pz,
                                       enum emu_mw_scope scope, struct emu_mw **out);
-/* Implicitly unbinds. Waits (bounded) for checks reading the window. */
+/* Implicitly unbinds. Waits (bounded) for checks reading the window;
+ * E_INFLIGHT if they did not finish (window unbound, still allocated). */
 enum emu_mem_status emu_mem_mw_free(struct emu_mw *mw);
 
 struct emu_mw_bind_attr {
@@ -169,9 +170,10 @@ struct emu_mw_bind_attr {
 /* Validation order: window live (E_HANDLE) → region live (E_HANDLE) →
  * PZs equal (E_PZ) → region allows binding and backs every requested right
  * (REMOTE_READ needs LOCAL_READ, REMOTE_WRITE/ATOMIC need LOCAL_WRITE)
- * (E_ACCESS) → sub-range inside the region (E_BOUNDS). On failure the old
- * binding is untouched. On success the old STag is dead and *stag (new key)
- * differs from it. */
+ * (E_ACCESS) → sub-range inside the region (E_BOUNDS). On those failures
+ * the old binding is untouched. On success the old STag is dead and *stag
+ * (new key) differs from it. E_INFLIGHT (a check kept reading the window
+ * for seconds: should not happen) leaves the window UNBOUND. */
 enum emu_mem_status emu_mem_mw_bind(struct emu_mw *mw, const struct emu_mw_bind_attr *a,
                                     uint32_t *stag);
 /* Unbound/invalidated windows: no-op success. */

@@ -70,7 +70,7 @@ int emu_mpa_encode(const struct emu_mpa_frame *f, uint8_t *buf, size_t cap,
         p += EMU_MPA_V2_LEN;
     }
     if (f->pd_len)
-        memcpy(p, f->pd, f->pd_len);
+        memmove(p, f->pd, f->pd_len); /* pd may live in buf (re-encoding in place) */
     if (out_len)
         *out_len = EMU_MPA_HDR_LEN + pdl;
     return EMU_MPA_OK;

@@ -11,9 +11,12 @@
  *   - DAT_EXTENSION numbers NONE 0, IB 1, IW 2;
  *   - DAT_SRQ_STATE is ERROR 0, OPERATIONAL 1, SHUTDOWN 2;
  *   - DAT_EVENT always carries the 64-byte extension payload.
- * Do not include this file directly; include <dat2/udat.h>.
+ * Consumers include <dat2/udat.h>, which includes this file part-way
+ * through; including this file first is redirected there.
  */
-#ifndef SOFTDAT_DAT2_DAT_H
+#if !defined(SOFTDAT_DAT2_UDAT_H)
+#include <dat2/udat.h>
+#elif !defined(SOFTDAT_DAT2_DAT_H)
 #define SOFTDAT_DAT2_DAT_H
 
 #include <dat2/dat_error.h>
@@ -1025,4 +1028,4 @@ DAT_EXPORT DAT_RETURN DAT_API dat_strerror(
 }
 #endif
 
-#endif /* SOFTDAT_DAT2_DAT_H */
+#endif /* SOFTDAT_DAT2_UDAT_H, SOFTDAT_DAT2_DAT_H */

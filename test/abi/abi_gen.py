@@ -7,14 +7,31 @@ introduce is enumerated with clang (JSON AST for declarations, -dM -E for
 macros); names are told apart from the system headers they pull in by
 diffing against a translation unit that includes only those system headers.
 
+What is compared, for every name the reference headers define:
+  - typedefs and struct/union/enum tags: present in ours; sizeof; signedness
+    of arithmetic typedefs; offsetof and sizeof of every field, recursing
+    into named and anonymous nested records; and, by compiling
+    __builtin_types_compatible_p checks against ours, that each typedef and
+    each field has a compatible type (catches int vs unsigned, pointer
+    targets, function-pointer prototypes);
+  - enum constants: present and equal in value;
+  - functions: present, and the reference prototype redeclared against our
+    headers without conflict;
+  - macros: present; same kind (object- or function-like); same number of
+    parameters; integer-valued ones equal in value and in sizeof; string
+    literals equal in content.
+Names where softdat deliberately differs are listed in ACCEPTED with the
+reason; the test prints them as notes.
+
 Outputs (in --outdir):
   abi_table.c     one table of {key, value}; compiled once against the
                   reference and once against ours (ABI_TABLE names the
                   array), so every value is computed by the real compiler.
   abi_findings.c  problems that cannot be expressed as a value because the
                   code would not compile against ours: names missing from
-                  our headers, macros that are integer constants only in the
-                  reference, function prototypes that conflict.
+                  our headers, incompatible types and prototypes, macro kind
+                  and arity differences; plus the accepted differences and
+                  a line of counts.
 
 test_abi.c links both tables and the findings and reports each difference.
 If the reference headers or clang are absent, abi_findings.c carries a

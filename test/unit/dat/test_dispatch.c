@@ -26,7 +26,8 @@ static DAT_RETURN (*const stubs[NSLOTS])(void) = {
 };
 
 static DAT_PROVIDER fake_prov;
-static struct { DAT_PROVIDER *p; int pad; } fake_obj = { &fake_prov, 0 }, fake_ia = { &fake_prov, 1 };
+static struct { DAT_PROVIDER *p; int pad; } fake_obj = { &fake_prov, 0 },
+                                            fake_ia = { &fake_prov, 1 };
 
 static void setup(void)
 {

@@ -193,7 +193,8 @@ static void on_request(struct emu_listener *ls, const struct emu_conn_request *r
     if (l->n < 512)
         l->req[l->n] = r->conn;
     l->n++;
-    memcpy(l->pd, r->pdata, r->pdata_len);
+    if (r->pdata_len)
+        memcpy(l->pd, r->pdata, r->pdata_len);
     l->pdlen = r->pdata_len;
     emu_sockaddr_str(r->peer, l->peer, sizeof l->peer);
     l->peer_ird = r->peer_ird;
@@ -833,6 +834,135 @@ START_TEST(raw_initiator_rtr_rules)
 }
 END_TEST
 
+static int recv_exact(int fd, uint8_t *buf, int len, int ms)
+{
+    int got = 0;
+    for (int i = 0; i < ms / 10 && got < len; i++) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 10) <= 0)
+            continue;
+        ssize_t n = recv(fd, buf + got, (size_t)(len - got), 0);
+        if (n <= 0)
+            break;
+        got += (int)n;
+    }
+    return got;
+}
+
+/* Our initiator against a raw responder that picks the Read RTR (as irdma does). */
+START_TEST(initiator_read_rtr)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in la = a4(0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&la, sizeof la), 0);
+    ck_assert_int_eq(listen(lfd, 4), 0);
+    socklen_t sl = sizeof la;
+    getsockname(lfd, (struct sockaddr *)&la, &sl);
+    struct side a;
+    side_init(&a);
+    struct emu_conn_params ap = {.ird = 2, .ord = 3, .timeout_us = 5000000};
+    struct emu_conn *ac = connect4(ntohs(la.sin_port), &ap, "rd", 2, &ops_rx, &a);
+    int fd = accept(lfd, NULL, NULL);
+    ck_assert_int_ge(fd, 0);
+    uint8_t req[26];
+    ck_assert_int_eq(recv_exact(fd, req, 26, 3000), 26);
+    ck_assert(memcmp(req, "MPA ID Req Frame", 16) == 0);
+    ck_assert_uint_eq(req[16], 0x10); /* Enhanced; no C on loopback */
+    ck_assert_uint_eq(req[19], 6);    /* v2 block + 2 */
+    ck_assert_uint_eq(req[20], 0x80); /* A | IRD 2 */
+    ck_assert_uint_eq(req[21], 2);
+    ck_assert_uint_eq(req[22], 0xC0); /* C | D offered, ORD 3 */
+    ck_assert_uint_eq(req[23], 3);
+    ck_assert(memcmp(req + 24, "rd", 2) == 0);
+    uint8_t rep[27];
+    memcpy(rep, "MPA ID Rep Frame", 16);
+    rep[16] = 0x10;
+    rep[17] = 2;
+    rep[18] = 0;
+    rep[19] = 7;
+    rep[20] = 0x80; /* A | IRD 1 */
+    rep[21] = 1;
+    rep[22] = 0x40; /* D: Read RTR | ORD 2 */
+    rep[23] = 2;
+    memcpy(rep + 24, "yes", 3);
+    ck_assert_int_eq(send(fd, rep, 27, 0), 27);
+    uint8_t rtr[52];
+    ck_assert_int_eq(recv_exact(fd, rtr, 52, 3000), 52);
+    static const uint8_t want[48] = {0x00, 0x2e, 0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1,
+                                     0,    0,    0,    0,    0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                     0,    0,    0,    0,    0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    ck_assert(memcmp(rtr, want, 48) == 0);
+    sleep_ms(50);
+    ck_assert_int_eq(side_n(&a), 0); /* not before the Read Response */
+    static const uint8_t resp[20] = {0x00, 0x0e, 0xc1, 0x42, 0, 0, 0, 1, 0, 0,
+                                     0,    0,    0,    0,    0, 0, 0, 0, 0, 0};
+    ck_assert_int_eq(send(fd, resp, 20, 0), 20);
+    ck_assert_int_eq(send(fd, "data", 4, 0), 4); /* first real bytes go to rx */
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
+    ck_assert_int_eq(a.ev[0].len, 3);
+    ck_assert(memcmp(a.ev[0].pd, "yes", 3) == 0);
+    struct emu_conn_info ai;
+    ck_assert_int_eq(emu_conn_get_info(ac, &ai), 0);
+    ck_assert_int_eq(ai.rtr, EMU_MPA_RTR_READ);
+    ck_assert_uint_eq(ai.ord, 1); /* lowered to the responder's IRD */
+    ck_assert_uint_eq(ai.ird, 2);
+    ck_assert(side_wait_rx(&a, 4, 5000));
+    ck_assert(memcmp(a.rx, "data", 4) == 0);
+    close(fd);
+    check_one_terminal(&a, EMU_CONN_DISCONNECTED);
+    emu_conn_free(ac);
+    close(lfd);
+}
+END_TEST
+
+/* A raw initiator offering only the Read RTR: our responder serves it. */
+START_TEST(responder_read_rtr)
+{
+    struct lis l;
+    lis_init(&l, L_ACCEPT);
+    struct side p;
+    side_init(&p);
+    l.sides = &p;
+    l.nsides = 1;
+    l.ops = &ops_rx;
+    struct emu_listener *ls = listen4(&l);
+    int fd = raw_connect(emu_listener_port(ls));
+    static const uint8_t req[24] = {'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R', 'e', 'q', ' ', 'F',
+                                    'r', 'a', 'm', 'e', 0x10, 2, 0, 4, 0x80, 4, 0x40, 4};
+    ck_assert_int_eq(send(fd, req, 24, 0), 24);
+    uint8_t rep[24];
+    ck_assert_int_eq(recv_exact(fd, rep, 24, 3000), 24);
+    ck_assert_uint_eq(rep[22] & 0xC0, 0x40); /* Read RTR chosen */
+    ck_assert_uint_ge(((rep[20] & 0x3F) << 8) | rep[21], 1); /* IRD >= 1 for it */
+    static const uint8_t rtr[52] = {0x00, 0x2e, 0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1,
+                                    0,    0,    0,    0,    0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 9,
+                                    0,    0,    0,    0,    0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                                    0,    0,    0,    0};
+    ck_assert_int_eq(send(fd, rtr, 52, 0), 52);
+    uint8_t resp[20];
+    ck_assert_int_eq(recv_exact(fd, resp, 20, 3000), 20);
+    ck_assert_uint_eq(resp[0], 0x00);
+    ck_assert_uint_eq(resp[1], 0x0e);
+    ck_assert_uint_eq(resp[2], 0xc1);
+    ck_assert_uint_eq(resp[3], 0x42);
+    ck_assert_uint_eq(resp[7], 7);  /* sink STag */
+    ck_assert_uint_eq(resp[15], 9); /* sink TO */
+    ck_assert(side_wait(&p, 1, 5000));
+    ck_assert_int_eq(p.ev[0].type, EMU_CONN_ESTABLISHED);
+    struct emu_conn_info pi;
+    ck_assert_int_eq(emu_conn_get_info(p.c, &pi), 0);
+    ck_assert_int_eq(pi.rtr, EMU_MPA_RTR_READ);
+    ck_assert_int_eq(send(fd, "after", 5, 0), 5);
+    ck_assert(side_wait_rx(&p, 5, 5000));
+    ck_assert(memcmp(p.rx, "after", 5) == 0);
+    close(fd);
+    check_one_terminal(&p, EMU_CONN_DISCONNECTED);
+    emu_conn_free(p.c);
+    emu_listener_free(ls);
+}
+END_TEST
+
 START_TEST(crc_negotiation)
 {
     /* on at either end -> on at both ends */
@@ -1059,6 +1189,8 @@ static Suite *suite(void)
     tcase_add_test(tc, ipv6_loopback);
     tcase_add_test(tc, malformed_request_closed_listener_survives);
     tcase_add_test(tc, raw_initiator_rtr_rules);
+    tcase_add_test(tc, initiator_read_rtr);
+    tcase_add_test(tc, responder_read_rtr);
     tcase_add_test(tc, crc_negotiation);
     tcase_add_test(tc, many_connections);
     tcase_add_test(tc, free_in_any_state);

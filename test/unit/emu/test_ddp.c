@@ -783,6 +783,53 @@ START_TEST(segment_build_parse_stream)
 }
 END_TEST
 
+/* Random and mutated headers: parse never reads past avail, never asks for
+ * more than the ULPDU, and every error maps to a Terminate. */
+START_TEST(fuzz_parse)
+{
+    uint64_t x = 0x243F6A8885A308D3ull;
+    const uint8_t *seeds[] = {ex_hello, ex_write, ex_rreq, ex_cmpswap, ex_aresp, ex_imm,
+                              ex_term};
+    const size_t seed_len[] = {sizeof ex_hello, sizeof ex_write, sizeof ex_rreq,
+                               sizeof ex_cmpswap, sizeof ex_aresp, sizeof ex_imm,
+                               sizeof ex_term};
+    struct emu_ddp_rx_state st;
+    emu_ddp_rx_init(&st, true);
+    for (int it = 0; it < 200000; it++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int k = (int)(x % 7);
+        size_t n = seed_len[k] - 2;
+        uint8_t *buf = malloc(n); /* exact size: ASan catches over-reads */
+        memcpy(buf, seeds[k] + 2, n);
+        for (int m = 0; m < 1 + (int)((x >> 8) & 3); m++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            buf[(x >> 16) % n] ^= (uint8_t)(1u << ((x >> 40) & 7));
+        }
+        uint16_t ul = (uint16_t)((x >> 24) & 1 ? n : (x >> 32) % (n + 1));
+        size_t avail = ul < n ? ul : n, need = 0;
+        struct emu_ddp_hdr g;
+        int rc;
+        while ((rc = emu_ddp_parse(buf, avail, ul, (x >> 50) & 1 ? &st : NULL, &g, &need)) ==
+               EMU_DDP_NEED_MORE) {
+            ck_assert_uint_gt(need, avail);
+            ck_assert_uint_le(need, ul);
+            avail = need;
+        }
+        if (rc == EMU_DDP_OK) {
+            ck_assert_uint_eq(g.hdr_len + g.payload_len, ul);
+            ck_assert_uint_le(g.hdr_len, avail);
+        } else {
+            struct emu_term t;
+            ck_assert(emu_ddp_err_term(rc, buf, avail, ul, &t));
+            char d[128];
+            ck_assert_str_ne(emu_term_describe(&t, d, sizeof d), "");
+            ck_assert(strstr(d, "unknown") == NULL);
+        }
+        free(buf);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("ddp");
@@ -800,6 +847,7 @@ static Suite *suite(void)
     tcase_add_test(tc, crc_check_iov);
     tcase_add_test(tc, segmentation);
     tcase_add_test(tc, segment_build_parse_stream);
+    tcase_add_test(tc, fuzz_parse);
     tcase_set_timeout(tc, 60);
     suite_add_tcase(s, tc);
     return s;

@@ -477,6 +477,37 @@ START_TEST(crc_policy)
 }
 END_TEST
 
+/* Mutated frames: parse never crashes, reads only len bytes, and every
+ * error has a name. */
+START_TEST(fuzz_parse)
+{
+    uint64_t x = 0x13198A2E03707344ull;
+    for (int it = 0; it < 100000; it++) {
+        uint8_t src[EMU_MPA_FRAME_MAX], pd[40];
+        size_t n;
+        struct emu_mpa_frame f = {.kind = (enum emu_mpa_kind)(it & 1), .rev = 2,
+                                  .enhanced = true, .p2p = true, .rtr = 6,
+                                  .pd = pd, .pd_len = (uint16_t)(it % 40)};
+        memset(pd, 0x5A, sizeof pd);
+        ck_assert_int_eq(emu_mpa_encode(&f, src, sizeof src, &n), 0);
+        for (int m = 0; m < 1 + (it & 3); m++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            src[(x >> 16) % 24] ^= (uint8_t)(1u << ((x >> 40) & 7));
+        }
+        size_t len = (x >> 30) & 1 ? n : (x >> 33) % (n + 1);
+        uint8_t *buf = malloc(len ? len : 1);
+        memcpy(buf, src, len);
+        struct emu_mpa_frame g;
+        int rc = emu_mpa_parse(buf, len, f.kind, 2, 0, &g);
+        ck_assert_int_ge(rc, 0);
+        ck_assert_int_lt(rc, EMU_MPA_E_COUNT);
+        if (rc == EMU_MPA_OK)
+            ck_assert_uint_le(emu_mpa_frame_len(&g), len);
+        free(buf);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("mpa");
@@ -492,6 +523,7 @@ static Suite *suite(void)
     tcase_add_test(tc, private_data_passthrough);
     tcase_add_test(tc, framing_arithmetic);
     tcase_add_test(tc, crc_policy);
+    tcase_add_test(tc, fuzz_parse);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,204 @@
+/* Private to emu/qp*.c: the queue pair's state. See docs/emu-datapath.md.
+ *
+ * Locks (order: rx_lock -> rq_lock / srq lock, rx_lock -> sq_lock; rq_lock
+ * and sq_lock are never nested):
+ *   sq_lock  send queue ring, transmit batch, inbound read queue (IRD: its
+ *            responses are interleaved into our byte stream), tx MSNs,
+ *            ORD accounting, conn pointer for writes. send_done runs under it.
+ *   rx_lock  the receive state machine (header -> payload -> trailer), the
+ *            prefetch buffer, the receive in progress. recv_done runs under
+ *            it. The engine takes it blocking; consumer threads try it.
+ *   rq_lock  the private receive ring (post_recv vs the receive path). */
+#ifndef SOFTDAT_EMU_QP_INTERNAL_H
+#define SOFTDAT_EMU_QP_INTERNAL_H
+
+#include "emu/qp.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define QP_PF_SIZE (64u * 1024u)        /* receive prefetch buffer */
+#define QP_DIRECT_MIN 2048u             /* payload >= this is readv'd in place */
+#define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
+#define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
+#define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */
+#define QP_TX_MULPDU_MAX 65535u         /* 16-bit ULPDU_Length limit */
+
+enum wq_state { WQ_QUEUED = 0, WQ_TX, WQ_WAIT, WQ_DONE };
+
+struct sq_wqe {
+    uint64_t cookie;
+    uint8_t op;                 /* enum emu_wr_op */
+    uint8_t st;                 /* enum wq_state */
+    bool has_err;
+    uint32_t flags;
+    uint32_t nsge;
+    uint64_t len;               /* sum of sge lengths */
+    uint32_t rstag;
+    uint64_t rto;
+    uint32_t inv_stag, imm;
+    uint64_t a1, a2;
+    struct emu_mw *mw;
+    struct emu_mw_bind_attr bind;
+    uint32_t msn;               /* untagged message's MSN (Send: QN 0, Read: QN 1) */
+    uint32_t sink_stag;         /* Read: the STag its responses carry */
+    enum emu_wc_status err;
+    struct emu_sge *sge;        /* max_sge entries in qp->sq_sge */
+};
+
+struct rq_wqe {
+    uint64_t cookie;
+    uint32_t nsge;
+    uint64_t len;
+    struct emu_sge sge[EMU_QP_MAX_SGE];
+};
+
+struct ird_ent {
+    uint32_t sink_stag;
+    uint64_t sink_to;
+    uint32_t size;
+    struct emu_mem_ref ref;     /* source bytes, pinned until answered */
+};
+
+enum tx_kind { TXK_NONE = 0, TXK_SQ, TXK_IRD, TXK_CTRL };
+
+struct txrec {
+    uint32_t len;               /* FPDU bytes */
+    uint8_t kind;               /* enum tx_kind */
+    bool msg_end;               /* last FPDU of the item */
+    uint32_t idx;               /* SQ index (absolute) / IRD slot */
+};
+
+struct txbatch {
+    struct iovec iov[QP_TXB_IOV];
+    uint32_t niov, iov_pos;
+    struct txrec rec[QP_TXB_FPDUS];
+    uint32_t nrec, rec_pos;
+    uint32_t rec_done;          /* bytes of rec[rec_pos] already written */
+    uint32_t bytes;             /* total bytes added */
+    uint8_t hdr[QP_TXB_FPDUS][EMU_FPDU_HDR_MAX];
+    uint8_t trl[QP_TXB_FPDUS][EMU_FPDU_TRAILER_MAX];
+};
+
+/* The message being cut into FPDUs. */
+struct txcur {
+    uint8_t kind;               /* enum tx_kind, TXK_NONE = between messages */
+    uint8_t part;               /* WRITE_IMM: 0 write, 1 immediate */
+    uint32_t idx;
+    struct emu_ddp_seg seg;
+    struct emu_ddp_hdr tmpl;
+    uint64_t base_to;
+    const struct emu_sge *sge;
+    uint32_t nsge, si;
+    uint64_t soff;
+    struct emu_sge one;         /* IRD source as a one-element list */
+};
+
+enum rx_phase { RX_LEN = 0, RX_HDR, RX_PAY, RX_TRL };
+enum rx_kind { RXK_NONE = 0, RXK_SEND, RXK_WRITE, RXK_RRESP, RXK_FIXED };
+
+struct emu_srq {
+    pthread_mutex_t lock;
+    struct rq_wqe *ring;
+    uint32_t cap, head, tail;   /* tail - head = posted */
+    uint32_t max_sge;
+    uint32_t lw;
+    bool lw_armed;
+    void (*lw_hit)(void *ctx);
+    void *ctx;
+    atomic_uint users;
+};
+
+struct emu_qp {
+    struct emu_qp_attr a;
+    struct emu_qp_ops ops;
+
+    /* ---- send side (sq_lock) ---- */
+    pthread_mutex_t sq_lock;
+    struct emu_conn *c;         /* attached connection (NULL when not attached) */
+    uint64_t conn_id;
+    bool crc;
+    bool tx_dead;               /* error or Terminate sent: no more bytes */
+    bool want_tx;               /* waiting for writability */
+    bool disc_pending;          /* graceful disconnect once drained */
+    bool disc_done;
+    struct sq_wqe *sq;
+    struct emu_sge *sq_sge;
+    uint32_t sq_cap, sq_head, sq_tx, sq_tail; /* absolute counters, mod sq_cap */
+    uint32_t tx_msn[EMU_QN_COUNT];
+    uint32_t mulpdu;            /* transmit FPDU size */
+    uint16_t ird, ord;          /* negotiated */
+    uint32_t reads_out;         /* Read Requests sent, not yet answered */
+    uint32_t *rd_fifo;          /* SQ indices of outstanding Reads, in order */
+    uint32_t rd_head, rd_tail;
+    uint32_t read_seq;
+    struct ird_ent *irq;        /* inbound Read Requests (IRD) */
+    uint32_t irq_cap, irq_head, irq_tail;
+    bool last_was_resp;
+    bool term_pending;          /* a Terminate waits for an FPDU boundary */
+    struct emu_term term_out;
+    struct txcur cur;
+    struct txbatch tb;
+    uint64_t tx_bytes, tx_fpdus;
+
+    /* ---- receive side (rx_lock) ---- */
+    pthread_mutex_t rx_lock;
+    int rx_fd;                  /* dup of the socket for consumer-thread progress */
+    bool rx_attached;
+    bool rx_dead;
+    int rx_err;                 /* what emu_qp_rx returns once dead */
+    struct emu_ddp_rx_state ddp;
+    uint8_t phase, kind;
+    uint8_t hbuf[2 + EMU_DDP_HLEN_MAX + 8];
+    size_t hhave, hneed;
+    uint16_t ulpdu_len;
+    struct emu_ddp_hdr h;
+    uint32_t pay_left;
+    struct iovec tgt[EMU_QP_MAX_SGE + 1];
+    uint32_t tgt_n, tgt_i;
+    uint8_t trl[8];
+    size_t trl_have, trl_need;
+    uint32_t crc_acc;
+    struct emu_mem_ref wref;    /* Write target, held while placing */
+    bool have_recv;             /* cur_recv holds a receive in progress */
+    bool recv_err_set;
+    enum emu_wc_status recv_err;
+    struct rq_wqe cur_recv;
+    uint32_t rresp_sq_idx;      /* Read being answered */
+    uint64_t rresp_off;
+    uint8_t *pf;                /* prefetch buffer */
+    uint32_t pf_off, pf_len;
+    uint32_t ncomp;             /* completions produced (for progress) */
+    uint64_t rx_bytes, rx_fpdus;
+
+    /* ---- private receive queue (rq_lock) ---- */
+    pthread_mutex_t rq_lock;
+    struct rq_wqe *rq;
+    uint32_t rq_cap, rq_head, rq_tail;
+
+    atomic_bool fatal_sent;
+};
+
+/* qp.c */
+void qp_fatal(struct emu_qp *qp, bool remote, const struct emu_term *t, int err);
+bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out);
+void qp_sq_report(struct emu_qp *qp, uint32_t idx, enum emu_wc_status st, uint32_t len);
+uint32_t qp_sge_slice(const struct emu_sge *sge, uint32_t nsge, uint64_t off, uint64_t len,
+                      struct iovec *iov, uint32_t max);
+
+/* qp_tx.c (sq_lock held) */
+void qp_tx_pump(struct emu_qp *qp);
+/* Send a Terminate as soon as the stream is at an FPDU boundary (best
+ * effort), then transmit nothing more. */
+void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t);
+
+/* qp_rx.c (rx_lock held) */
+int qp_rx_run(struct emu_qp *qp, int fd, bool engine);
+void qp_rx_reset(struct emu_qp *qp);
+
+static inline struct sq_wqe *sq_at(struct emu_qp *qp, uint32_t idx)
+{
+    return &qp->sq[idx % qp->sq_cap];
+}
+
+#endif

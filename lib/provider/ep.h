@@ -1,0 +1,75 @@
+/* softdat EP object: the DAT endpoint.
+ *
+ * Two files share it:
+ *  - ep.c / ep_cm.c (with psp.c, rsp.c, cr.c): the object, its attributes,
+ *    the connection state machine over emu/conn, connection events;
+ *  - ep_dto.c: data-transfer posts and their completions over emu/qp.
+ * Fields are grouped by owner; each side adds what it needs in its own
+ * section. The EP's emu_qp exists for the EP's whole life (receives may be
+ * posted while unconnected); it is attached to the emu_conn when the
+ * connection is established and flushed when it ends. */
+#ifndef SOFTDAT_PROVIDER_EP_H
+#define SOFTDAT_PROVIDER_EP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "emu/conn.h"
+#include "emu/qp.h"
+#include "lib/provider/handle.h"
+
+struct sd_ia;
+struct sd_pz;
+struct sd_evd;
+struct sd_srq;
+struct sd_cr;
+
+struct sd_ep {
+    struct sd_handle h;
+
+    /* ---- object and connection (ep.c, ep_cm.c) ---- */
+    pthread_mutex_t lock;           /* state, conn, addresses, pdata */
+    DAT_EP_STATE state;
+    DAT_EP_ATTR attr;
+    struct sd_pz *pz;               /* dependency held */
+    struct sd_evd *recv_evd;        /* dependencies held; may be NULL */
+    struct sd_evd *request_evd;
+    struct sd_evd *connect_evd;
+    struct sd_srq *srq;
+    struct emu_conn *conn;          /* while connecting / connected / disconnecting */
+    uint64_t conn_id;               /* unique per connection (window scope) */
+    struct sockaddr_storage local_addr, remote_addr;
+    DAT_CONN_QUAL local_port, remote_port;
+
+    /* ---- data transfer (ep_dto.c) ---- */
+    struct emu_qp *qp;
+};
+
+static inline DAT_RETURN sd_ep_get(DAT_EP_HANDLE raw, struct sd_ep **out)
+{
+    struct sd_handle *h;
+    DAT_RETURN rc = sd_handle_get(raw, DAT_HANDLE_TYPE_EP, DAT_INVALID_HANDLE_EP, &h);
+    *out = rc == DAT_SUCCESS ? (struct sd_ep *)h : NULL;
+    return rc;
+}
+
+/* ---- provided by ep_dto.c, used by ep.c / ep_cm.c ---- */
+/* Create ep->qp from ep->attr (at ep_create; after ep_modify of queue
+ * sizes). DAT_SUCCESS or DAT_INSUFFICIENT_RESOURCES. */
+DAT_RETURN sd_ep_dto_init(struct sd_ep *ep);
+/* Destroy ep->qp (ep teardown): everything outstanding completes flushed. */
+void sd_ep_dto_fini(struct sd_ep *ep);
+/* The connection reached a terminal state: every outstanding DTO completes
+ * DAT_DTO_ERR_FLUSHED in post order (before the DISCONNECTED / BROKEN
+ * event is posted by the caller). */
+void sd_ep_dto_flush(struct sd_ep *ep);
+/* dat_ep_reset: back to a fresh QP. */
+DAT_RETURN sd_ep_dto_reset(struct sd_ep *ep);
+void sd_ep_dto_fill_table(DAT_PROVIDER *p);
+
+/* ---- provided by ep.c / ep_cm.c ---- */
+void sd_ep_fill_table(DAT_PROVIDER *p);
+void sd_cm_fill_table(DAT_PROVIDER *p);   /* psp/rsp/cr/connect/disconnect */
+
+#endif
