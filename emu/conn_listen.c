@@ -1,0 +1,345 @@
+/* Connection manager, listening side: TCP listeners, the accept path into
+ * the MPA Request phase, and the address / CRC-policy helpers. */
+#include "emu/conn_int.h"
+
+#include "emu/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+const char *emu_conn_event_name(enum emu_conn_event_type t)
+{
+    switch (t) {
+    case EMU_CONN_ESTABLISHED: return "ESTABLISHED";
+    case EMU_CONN_PEER_REJECTED: return "PEER_REJECTED";
+    case EMU_CONN_NON_PEER_REJECTED: return "NON_PEER_REJECTED";
+    case EMU_CONN_UNREACHABLE: return "UNREACHABLE";
+    case EMU_CONN_TIMED_OUT: return "TIMED_OUT";
+    case EMU_CONN_ACCEPT_ERROR: return "ACCEPT_ERROR";
+    case EMU_CONN_DISCONNECTED: return "DISCONNECTED";
+    case EMU_CONN_BROKEN: return "BROKEN";
+    }
+    return "?";
+}
+
+static pthread_once_t g_crc_once = PTHREAD_ONCE_INIT;
+static enum emu_crc_mode g_crc_mode = EMU_CRC_AUTO;
+
+static void crc_env_init(void)
+{
+    const char *v = getenv("SOFTDAT_CRC");
+    switch (emu_mpa_crc_mode_parse(v)) {
+    case EMU_MPA_CRC_ON: g_crc_mode = EMU_CRC_ON; break;
+    case EMU_MPA_CRC_OFF: g_crc_mode = EMU_CRC_OFF; break;
+    case EMU_MPA_CRC_AUTO: g_crc_mode = EMU_CRC_AUTO; break;
+    default:
+        SD_WARN("conn", "SOFTDAT_CRC=%s not understood (on|off|auto); using auto", v);
+        g_crc_mode = EMU_CRC_AUTO;
+    }
+}
+
+enum emu_crc_mode emu_conn_crc_env(void)
+{
+    pthread_once(&g_crc_once, crc_env_init);
+    return g_crc_mode;
+}
+
+bool emu_sockaddr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa == NULL)
+        return false;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
+            return true;
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+            return in6->sin6_addr.s6_addr[12] == 127;
+    }
+    return false;
+}
+
+uint16_t emu_sockaddr_port(const struct sockaddr *sa)
+{
+    if (sa && sa->sa_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    if (sa && sa->sa_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    return 0;
+}
+
+void conn_sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+    if (ss->ss_family == AF_INET)
+        ((struct sockaddr_in *)ss)->sin_port = htons(port);
+    else if (ss->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+char *emu_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (sa && sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof host);
+        snprintf(buf, len, "%s:%u", host, emu_sockaddr_port(sa));
+    } else if (sa && sa->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof host);
+        snprintf(buf, len, "[%s]:%u", host, emu_sockaddr_port(sa));
+    } else {
+        snprintf(buf, len, "?");
+    }
+    return buf;
+}
+
+/* Copy a caller's address into ss; -EINVAL / -EAFNOSUPPORT. */
+int conn_addr_copy(struct sockaddr_storage *ss, socklen_t *sslen, const struct sockaddr *sa,
+                     socklen_t len)
+{
+    if (sa == NULL)
+        return -EINVAL;
+    memset(ss, 0, sizeof *ss);
+    if (sa->sa_family == AF_INET) {
+        if (len < (socklen_t)sizeof(struct sockaddr_in))
+            return -EINVAL;
+        memcpy(ss, sa, sizeof(struct sockaddr_in));
+        *sslen = sizeof(struct sockaddr_in);
+        return 0;
+    }
+    if (sa->sa_family == AF_INET6) {
+        if (len < (socklen_t)sizeof(struct sockaddr_in6))
+            return -EINVAL;
+        memcpy(ss, sa, sizeof(struct sockaddr_in6));
+        *sslen = sizeof(struct sockaddr_in6);
+        return 0;
+    }
+    return -EAFNOSUPPORT;
+}
+
+bool conn_crc_wanted(enum emu_crc_mode m, const struct sockaddr *local,
+                       const struct sockaddr *peer)
+{
+    if (m == EMU_CRC_DEFAULT)
+        m = emu_conn_crc_env();
+    enum emu_mpa_crc_mode mm = m == EMU_CRC_ON    ? EMU_MPA_CRC_ON
+                               : m == EMU_CRC_OFF ? EMU_MPA_CRC_OFF
+                                                  : EMU_MPA_CRC_AUTO;
+    return emu_mpa_crc_want(mm, emu_sockaddr_is_loopback(local) && emu_sockaddr_is_loopback(peer));
+}
+
+void conn_sock_tune(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    /* A peer host that dies silently is noticed within about a minute
+     * (ETIMEDOUT -> BROKEN) instead of the kernel's two hours. */
+    int idle = 30, intvl = 10, cnt = 3;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
+/* Close fd; abortive = RST instead of FIN (SO_LINGER 0). */
+void conn_close_fd(int fd, bool abortive)
+{
+    if (fd < 0)
+        return;
+    if (abortive) {
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
+    close(fd);
+}
+
+/* ---------------------------------------------------------------- listeners */
+
+static void listener_accept(int fd, unsigned what, void *arg)
+{
+    (void)what;
+    struct emu_listener *l = arg;
+    for (int i = 0; i < ACCEPT_BATCH && !l->released; i++) {
+        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (cfd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+                errno == ECONNABORTED)
+                return;
+            /* Out of fds or memory: the listen socket stays readable, so
+             * pause instead of spinning on a level-triggered watcher. */
+            SD_WARN("conn", "accept on port %u: %s (pausing 100 ms)", l->port,
+                    strerror(errno));
+            emu_fdw_disable(l->w, EMU_EV_READ);
+            emu_timer_arm(l->backoff, 100000);
+            return;
+        }
+        conn_sock_tune(cfd);
+        struct emu_conn *c = conn_alloc(l->e);
+        if (c == NULL) {
+            conn_close_fd(cfd, true);
+            continue;
+        }
+        c->fd = cfd;
+        c->state = CS_P_WAIT_REQ;
+        conn_fill_addrs(c);
+        if (conn_attach(c) != 0) {
+            c->released = true;
+            emu_engine_hook_del(c->e, &c->hook);
+            emu_fdw_free(c->w);
+            emu_timer_free(c->timer);
+            conn_close_fd(cfd, true);
+            pthread_mutex_destroy(&c->lock);
+            free(c);
+            continue;
+        }
+        c->listener = l;
+        c->lnext = l->pending;
+        if (l->pending)
+            l->pending->lprev = c;
+        l->pending = c;
+        conn_expect(c, EMU_MPA_HDR_LEN);
+        emu_timer_arm(c->timer, EMU_CONN_REQ_TIMEOUT_US);
+        conn_watch(c, EMU_EV_READ, 0);
+    }
+}
+
+void conn_listener_release(struct emu_listener *l)
+{
+    if (l->released)
+        return;
+    l->released = true;
+    emu_timer_free(l->backoff);
+    l->backoff = NULL;
+    emu_fdw_free(l->w);
+    l->w = NULL;
+    conn_close_fd(l->fd, false);
+    l->fd = -1;
+    /* Bounded: each release unlinks one pending connection. */
+    while (l->pending)
+        conn_release(l->pending);
+    emu_engine_hook_del(l->e, &l->hook);
+    free(l);
+}
+
+static void listener_resume(void *arg)
+{
+    struct emu_listener *l = arg;
+    if (!l->released)
+        emu_fdw_enable(l->w, EMU_EV_READ);
+}
+
+static void listener_hook_fn(struct emu_engine_hook *h)
+{
+    conn_listener_release((struct emu_listener *)((char *)h - offsetof(struct emu_listener, hook)));
+}
+
+int emu_listener_create(struct emu_engine *e, const struct sockaddr *addr, socklen_t len,
+                        uint16_t port, const struct emu_listener_ops *ops, void *ctx,
+                        struct emu_listener **out)
+{
+    if (e == NULL || out == NULL || ops == NULL || ops->request == NULL)
+        return -EINVAL;
+    *out = NULL;
+    struct emu_listener *l = calloc(1, sizeof *l);
+    if (l == NULL)
+        return -ENOMEM;
+    l->e = e;
+    l->ops = *ops;
+    l->ctx = ctx;
+    l->fd = -1;
+    l->hook.fn = listener_hook_fn;
+    int rc = conn_addr_copy(&l->addr, &l->alen, addr, len);
+    if (rc != 0)
+        goto fail;
+    conn_sockaddr_set_port(&l->addr, port);
+    l->fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (l->fd < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    int one = 1;
+    setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (l->addr.ss_family == AF_INET6)
+        setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(l->fd, (struct sockaddr *)&l->addr, l->alen) != 0 ||
+        listen(l->fd, SOMAXCONN) != 0) {
+        rc = -errno;
+        goto fail;
+    }
+    socklen_t sl = sizeof l->addr;
+    getsockname(l->fd, (struct sockaddr *)&l->addr, &sl);
+    l->port = emu_sockaddr_port((struct sockaddr *)&l->addr);
+    rc = emu_engine_hook_add(e, &l->hook);
+    if (rc != 0)
+        goto fail;
+    l->w = emu_fdw_new(e, l->fd, listener_accept, l);
+    l->backoff = emu_timer_new(e, listener_resume, l);
+    if (l->w == NULL || l->backoff == NULL) {
+        rc = -ENOMEM;
+        emu_engine_hook_del(e, &l->hook);
+        emu_fdw_free(l->w);
+        emu_timer_free(l->backoff);
+        goto fail;
+    }
+    emu_fdw_enable(l->w, EMU_EV_READ);
+    char buf[64];
+    SD_DBG("conn", "listening on %s", emu_sockaddr_str((struct sockaddr *)&l->addr, buf,
+                                                       sizeof buf));
+    *out = l;
+    return 0;
+
+fail:
+    conn_close_fd(l->fd, false);
+    free(l);
+    return rc;
+}
+
+int emu_listener_create_range(struct emu_engine *e, const struct sockaddr *addr,
+                              socklen_t len, uint16_t lo, uint16_t hi,
+                              const struct emu_listener_ops *ops, void *ctx,
+                              struct emu_listener **out)
+{
+    if (lo == 0 || hi < lo)
+        return -EINVAL;
+    uint32_t n = (uint32_t)hi - lo + 1;
+    uint32_t start = (uint32_t)(emu_now_us() ^ ((uint64_t)getpid() << 16)) % n;
+    for (uint32_t i = 0; i < n; i++) {
+        uint16_t port = (uint16_t)(lo + (start + i) % n);
+        int rc = emu_listener_create(e, addr, len, port, ops, ctx, out);
+        if (rc != -EADDRINUSE)
+            return rc;
+    }
+    return -EADDRINUSE;
+}
+
+uint16_t emu_listener_port(const struct emu_listener *l)
+{
+    return l ? l->port : 0;
+}
+
+static void listener_free_job(void *arg)
+{
+    struct emu_listener *l = arg;
+    if (l->in_cb > 0)
+        l->free_pending = true;
+    else
+        conn_listener_release(l);
+}
+
+void emu_listener_free(struct emu_listener *l)
+{
+    if (l == NULL)
+        return;
+    emu_engine_run_sync(l->e, listener_free_job, l);
+}
