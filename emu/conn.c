@@ -1,6 +1,6 @@
-/* Connection manager: listeners, connect, accept/reject, MPA v2 handshake
- * with RTR, teardown. State machine and locking: docs/emu-design.md. */
-#include "emu/conn.h"
+/* Connection manager: connect, accept/reject, MPA v2 handshake with RTR,
+ * teardown (listeners and address helpers: conn_listen.c). State machine and locking: docs/emu-design.md. */
+#include "emu/conn_int.h"
 
 #include "emu/ddp.h"
 #include "emu/log.h"
@@ -17,237 +17,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define ACCEPT_BATCH 32 /* TCP accepts per readiness callback */
-#define DRAIN_ROUNDS 16 /* reads per callback when there is no rx hook */
-#define RTR_MAX_FPDU 64 /* a Read Request RTR is 52 bytes on the wire */
-
-enum cstate {
-    CS_NEW,             /* active: connect job not run yet */
-    CS_A_TCP,           /* active: TCP connect in progress */
-    CS_A_SEND_REQ,      /* active: writing the MPA Request */
-    CS_A_WAIT_REP,      /* active: reading the MPA Reply */
-    CS_A_SEND_RTR,      /* active: writing the RTR */
-    CS_A_WAIT_RTR_RESP, /* active: Read RTR sent, reading its zero-length Response */
-    CS_P_WAIT_REQ,      /* passive: reading the MPA Request (listener owns it) */
-    CS_P_PENDING,       /* passive: delivered, waiting for accept/reject */
-    CS_P_DEAD,          /* passive: delivered, peer gone or misbehaved */
-    CS_P_SEND_REP,      /* passive: writing the accepting Reply */
-    CS_P_WAIT_RTR,      /* passive: reading the RTR */
-    CS_P_SEND_RTR_RESP, /* passive: writing the zero-length Read Response */
-    CS_REJECTING,       /* passive: reject Reply written, lingering (engine owns it) */
-    CS_EST,             /* established */
-    CS_CLOSING,         /* established, our FIN sent, waiting for the peer's */
-    CS_CLOSED,          /* socket closed */
-};
-
 static const char *const state_names[] = {
     "NEW", "A_TCP", "A_SEND_REQ", "A_WAIT_REP", "A_SEND_RTR", "A_WAIT_RTR_RESP", "P_WAIT_REQ", "P_PENDING",
     "P_DEAD", "P_SEND_REP", "P_WAIT_RTR", "P_SEND_RTR_RESP", "REJECTING", "EST", "CLOSING",
     "CLOSED"};
-
-struct emu_conn {
-    struct emu_engine *e;
-    atomic_int refs;            /* owner (user, listener or engine) + queued jobs */
-    pthread_mutex_t lock;       /* state, fd, w, want_tx, info (cross-thread readers) */
-    enum cstate state;
-    int fd;
-    struct emu_fdw *w;
-    struct emu_timer *timer;
-    struct emu_engine_hook hook;
-    bool want_tx;
-
-    /* engine thread only below (or before the first job is queued) */
-    bool initiator;
-    bool released;              /* resources gone, owner ref dropped */
-    bool user_gone;             /* no more events (freed, consumed by reject) */
-    bool free_pending;          /* emu_conn_free from inside a callback */
-    bool terminal_sent;
-    bool answered;              /* passive: accept/reject called (under lock) */
-    int in_cb;
-    int dead_err;               /* CS_P_DEAD: why */
-
-    struct emu_listener *listener; /* CS_P_WAIT_REQ only */
-    struct emu_conn *lprev, *lnext;
-
-    struct emu_conn_ops ops;
-    void *ctx;
-    struct emu_conn_params params;
-    struct emu_mpa_policy pol;
-    struct emu_mpa_frame req;   /* sent (active) / received (passive); pd -> req_pd */
-    uint8_t req_pd[EMU_MPA_PD_MAX];
-    uint8_t apd[EMU_CONN_PDATA_MAX]; /* accept/reject private data */
-    uint16_t apd_len;
-    uint8_t rep_pd[EMU_CONN_PDATA_RX_MAX]; /* active: the Reply's private data */
-    uint16_t rep_pd_len;
-    struct emu_conn_info info;
-    struct sockaddr_storage target;
-    socklen_t target_len;
-
-    uint8_t in[EMU_MPA_FRAME_MAX];
-    size_t in_len, in_need;
-    int in_phase;
-    uint8_t out[EMU_MPA_FRAME_MAX + RTR_MAX_FPDU];
-    size_t out_len, out_off;
-};
-
-struct emu_listener {
-    struct emu_engine *e;
-    int fd;
-    struct emu_fdw *w;
-    struct emu_listener_ops ops;
-    void *ctx;
-    struct sockaddr_storage addr;
-    socklen_t alen;
-    uint16_t port;
-    struct emu_conn *pending;   /* CS_P_WAIT_REQ connections */
-    struct emu_engine_hook hook;
-    int in_cb;
-    bool free_pending;
-    bool released;
-};
-
-/* ---------------------------------------------------------------- helpers */
-
-const char *emu_conn_event_name(enum emu_conn_event_type t)
-{
-    switch (t) {
-    case EMU_CONN_ESTABLISHED: return "ESTABLISHED";
-    case EMU_CONN_PEER_REJECTED: return "PEER_REJECTED";
-    case EMU_CONN_NON_PEER_REJECTED: return "NON_PEER_REJECTED";
-    case EMU_CONN_UNREACHABLE: return "UNREACHABLE";
-    case EMU_CONN_TIMED_OUT: return "TIMED_OUT";
-    case EMU_CONN_ACCEPT_ERROR: return "ACCEPT_ERROR";
-    case EMU_CONN_DISCONNECTED: return "DISCONNECTED";
-    case EMU_CONN_BROKEN: return "BROKEN";
-    }
-    return "?";
-}
-
-static pthread_once_t g_crc_once = PTHREAD_ONCE_INIT;
-static enum emu_crc_mode g_crc_mode = EMU_CRC_AUTO;
-
-static void crc_env_init(void)
-{
-    const char *v = getenv("SOFTDAT_CRC");
-    if (v == NULL || *v == '\0' || strcasecmp(v, "auto") == 0)
-        g_crc_mode = EMU_CRC_AUTO;
-    else if (strcasecmp(v, "on") == 0 || strcmp(v, "1") == 0)
-        g_crc_mode = EMU_CRC_ON;
-    else if (strcasecmp(v, "off") == 0 || strcmp(v, "0") == 0)
-        g_crc_mode = EMU_CRC_OFF;
-    else
-        SD_WARN("conn", "SOFTDAT_CRC=%s not understood (on|off|auto); using auto", v);
-}
-
-enum emu_crc_mode emu_conn_crc_env(void)
-{
-    pthread_once(&g_crc_once, crc_env_init);
-    return g_crc_mode;
-}
-
-bool emu_sockaddr_is_loopback(const struct sockaddr *sa)
-{
-    if (sa == NULL)
-        return false;
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
-            return true;
-        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
-            return in6->sin6_addr.s6_addr[12] == 127;
-    }
-    return false;
-}
-
-uint16_t emu_sockaddr_port(const struct sockaddr *sa)
-{
-    if (sa && sa->sa_family == AF_INET)
-        return ntohs(((const struct sockaddr_in *)sa)->sin_port);
-    if (sa && sa->sa_family == AF_INET6)
-        return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
-    return 0;
-}
-
-static void sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port)
-{
-    if (ss->ss_family == AF_INET)
-        ((struct sockaddr_in *)ss)->sin_port = htons(port);
-    else if (ss->ss_family == AF_INET6)
-        ((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
-}
-
-char *emu_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len)
-{
-    char host[INET6_ADDRSTRLEN] = "?";
-    if (sa && sa->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof host);
-        snprintf(buf, len, "%s:%u", host, emu_sockaddr_port(sa));
-    } else if (sa && sa->sa_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof host);
-        snprintf(buf, len, "[%s]:%u", host, emu_sockaddr_port(sa));
-    } else {
-        snprintf(buf, len, "?");
-    }
-    return buf;
-}
-
-/* Copy a caller's address into ss; -EINVAL / -EAFNOSUPPORT. */
-static int addr_copy(struct sockaddr_storage *ss, socklen_t *sslen, const struct sockaddr *sa,
-                     socklen_t len)
-{
-    if (sa == NULL)
-        return -EINVAL;
-    memset(ss, 0, sizeof *ss);
-    if (sa->sa_family == AF_INET) {
-        if (len < (socklen_t)sizeof(struct sockaddr_in))
-            return -EINVAL;
-        memcpy(ss, sa, sizeof(struct sockaddr_in));
-        *sslen = sizeof(struct sockaddr_in);
-        return 0;
-    }
-    if (sa->sa_family == AF_INET6) {
-        if (len < (socklen_t)sizeof(struct sockaddr_in6))
-            return -EINVAL;
-        memcpy(ss, sa, sizeof(struct sockaddr_in6));
-        *sslen = sizeof(struct sockaddr_in6);
-        return 0;
-    }
-    return -EAFNOSUPPORT;
-}
-
-static bool crc_wanted(enum emu_crc_mode m, const struct sockaddr *local,
-                       const struct sockaddr *peer)
-{
-    if (m == EMU_CRC_DEFAULT)
-        m = emu_conn_crc_env();
-    if (m == EMU_CRC_ON)
-        return true;
-    if (m == EMU_CRC_OFF)
-        return false;
-    return !(emu_sockaddr_is_loopback(local) && emu_sockaddr_is_loopback(peer));
-}
-
-static void sock_tune(int fd)
-{
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-/* Close fd; abortive = RST instead of FIN (SO_LINGER 0). */
-static void close_fd(int fd, bool abortive)
-{
-    if (fd < 0)
-        return;
-    if (abortive) {
-        struct linger lg = {.l_onoff = 1, .l_linger = 0};
-        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-    }
-    close(fd);
-}
 
 /* ---------------------------------------------------------------- conn core */
 
@@ -267,7 +40,7 @@ static void set_state(struct emu_conn *c, enum cstate s)
     pthread_mutex_unlock(&c->lock);
 }
 
-static void listener_unlink(struct emu_conn *c)
+void conn_listener_unlink(struct emu_conn *c)
 {
     struct emu_listener *l = c->listener;
     if (l == NULL)
@@ -285,7 +58,11 @@ static void listener_unlink(struct emu_conn *c)
 /* Close the socket and stop watching it (engine thread). The object stays. */
 static void conn_close(struct emu_conn *c, bool abortive)
 {
-    listener_unlink(c);
+    /* Let the data path forget the fd first: an application thread may be
+     * reading it under the data path's receive lock. */
+    if ((c->state == CS_EST || c->state == CS_CLOSING) && !c->user_gone && c->ops.detach)
+        c->ops.detach(c, c->ctx);
+    conn_listener_unlink(c);
     if (c->timer)
         emu_timer_cancel(c->timer);
     pthread_mutex_lock(&c->lock);
@@ -301,11 +78,11 @@ static void conn_close(struct emu_conn *c, bool abortive)
     pthread_mutex_unlock(&c->lock);
     /* After the unlock no writer can see fd: safe to close it. */
     emu_fdw_free(w);
-    close_fd(fd, abortive);
+    conn_close_fd(fd, abortive);
 }
 
 /* Drop everything and the owner's reference (engine thread). */
-static void conn_release(struct emu_conn *c)
+void conn_release(struct emu_conn *c)
 {
     if (c->released)
         return;
@@ -372,7 +149,7 @@ static void finish(struct emu_conn *c, enum emu_conn_event_type t, int err, bool
     deliver(c, t, err, NULL, 0);
 }
 
-static struct emu_conn *conn_alloc(struct emu_engine *e)
+struct emu_conn *conn_alloc(struct emu_engine *e)
 {
     struct emu_conn *c = calloc(1, sizeof *c);
     if (c == NULL)
@@ -387,7 +164,7 @@ static struct emu_conn *conn_alloc(struct emu_engine *e)
     return c;
 }
 
-static void fill_addrs(struct emu_conn *c)
+void conn_fill_addrs(struct emu_conn *c)
 {
     c->info.local_len = sizeof c->info.local;
     getsockname(c->fd, (struct sockaddr *)&c->info.local, &c->info.local_len);
@@ -404,7 +181,7 @@ static void fill_addrs(struct emu_conn *c)
     c->info.mulpdu = emu_mpa_mulpdu((uint32_t)mss);
 }
 
-static void watch(struct emu_conn *c, unsigned on, unsigned off)
+void conn_watch(struct emu_conn *c, unsigned on, unsigned off)
 {
     if (c->w == NULL)
         return;
@@ -418,7 +195,7 @@ static void conn_io(int fd, unsigned what, void *arg);
 static void conn_timer(void *arg);
 
 /* Watcher + timer + hook; engine thread or before the conn is published. */
-static int conn_attach(struct emu_conn *c)
+int conn_attach(struct emu_conn *c)
 {
     c->w = emu_fdw_new(c->e, c->fd, conn_io, c);
     c->timer = emu_timer_new(c->e, conn_timer, c);
@@ -469,7 +246,7 @@ static void flush_out(struct emu_conn *c)
         if (n > 0) {
             c->out_off += (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            watch(c, EMU_EV_WRITE, 0);
+            conn_watch(c, EMU_EV_WRITE, 0);
             return;
         } else if (n < 0 && errno == EINTR) {
             continue;
@@ -480,11 +257,11 @@ static void flush_out(struct emu_conn *c)
     }
     c->out_len = c->out_off = 0;
     if (!c->want_tx)
-        watch(c, 0, EMU_EV_WRITE);
+        conn_watch(c, 0, EMU_EV_WRITE);
     out_done(c);
 }
 
-static void expect(struct emu_conn *c, size_t need)
+void conn_expect(struct emu_conn *c, size_t need)
 {
     c->in_len = 0;
     c->in_need = need;
@@ -595,7 +372,7 @@ static void establish(struct emu_conn *c, const void *pd, uint16_t pd_len)
     c->info.fd = c->fd;
     c->info.initiator = c->initiator;
     pthread_mutex_unlock(&c->lock);
-    watch(c, EMU_EV_READ, 0);
+    conn_watch(c, EMU_EV_READ, 0);
     deliver(c, EMU_CONN_ESTABLISHED, 0, pd, pd_len);
 }
 
@@ -663,9 +440,9 @@ static enum emu_conn_event_type connect_err_type(int err)
 
 static void tcp_connected(struct emu_conn *c)
 {
-    fill_addrs(c);
+    conn_fill_addrs(c);
     c->pol.rev = 2;
-    c->pol.crc = crc_wanted(c->params.crc, (struct sockaddr *)&c->info.local,
+    c->pol.crc = conn_crc_wanted(c->params.crc, (struct sockaddr *)&c->info.local,
                             (struct sockaddr *)&c->info.peer);
     c->pol.p2p = !c->params.no_p2p;
     /* Write and Read RTR (irdma insists on choosing Read); never Send. */
@@ -701,10 +478,10 @@ static void connect_job(void *arg)
         set_state(c, CS_A_TCP);
         int rc = connect(c->fd, (struct sockaddr *)&c->target, c->target_len);
         if (rc == 0) {
-            watch(c, 0, EMU_EV_WRITE);
+            conn_watch(c, 0, EMU_EV_WRITE);
             tcp_connected(c);
         } else if (errno == EINPROGRESS || errno == EINTR) {
-            watch(c, EMU_EV_WRITE, 0);
+            conn_watch(c, EMU_EV_WRITE, 0);
         } else {
             int err = errno;
             finish(c, connect_err_type(err), err, true);
@@ -805,12 +582,11 @@ static void rtr_resp_readable(struct emu_conn *c)
 
 /* ---------------------------------------------------------------- passive side */
 
-static void listener_release(struct emu_listener *l);
 
 static void deliver_request(struct emu_conn *c)
 {
     struct emu_listener *l = c->listener;
-    listener_unlink(c);
+    conn_listener_unlink(c);
     emu_timer_cancel(c->timer);
     set_state(c, CS_P_PENDING);
     struct emu_conn_request r = {
@@ -830,7 +606,7 @@ static void deliver_request(struct emu_conn *c)
     l->in_cb++;
     l->ops.request(l, &r, l->ctx);
     if (--l->in_cb == 0 && l->free_pending)
-        listener_release(l);
+        conn_listener_release(l);
 }
 
 static void reject_reply(struct emu_conn *c, const void *pd, uint16_t pd_len);
@@ -845,7 +621,7 @@ static void request_complete(struct emu_conn *c)
         if (f.pd_len)
             memcpy(c->req_pd, f.pd, f.pd_len);
         c->req.pd = c->req_pd;
-        listener_unlink(c);
+        conn_listener_unlink(c);
         reject_reply(c, NULL, 0);
         return;
     }
@@ -985,16 +761,16 @@ static void out_done(struct emu_conn *c)
     switch (c->state) {
     case CS_A_SEND_REQ:
         set_state(c, CS_A_WAIT_REP);
-        expect(c, EMU_MPA_HDR_LEN);
-        watch(c, EMU_EV_READ, 0);
+        conn_expect(c, EMU_MPA_HDR_LEN);
+        conn_watch(c, EMU_EV_READ, 0);
         break;
     case CS_A_SEND_RTR:
         if (c->info.rtr == EMU_MPA_RTR_READ) {
             /* ESTABLISHED once the Read Response is in, so the data path
              * never sees the handshake's FPDUs. */
             set_state(c, CS_A_WAIT_RTR_RESP);
-            expect(c, 2);
-            watch(c, EMU_EV_READ, 0);
+            conn_expect(c, 2);
+            conn_watch(c, EMU_EV_READ, 0);
         } else {
             establish(c, c->rep_pd, c->rep_pd_len);
         }
@@ -1002,8 +778,8 @@ static void out_done(struct emu_conn *c)
     case CS_P_SEND_REP:
         if (c->info.p2p) {
             set_state(c, CS_P_WAIT_RTR);
-            expect(c, 2);
-            watch(c, EMU_EV_READ, 0);
+            conn_expect(c, 2);
+            conn_watch(c, EMU_EV_READ, 0);
         } else {
             c->info.recv_first = true;
             establish(c, NULL, 0);
@@ -1016,7 +792,7 @@ static void out_done(struct emu_conn *c)
         /* FIN after the Reply; close once the initiator has read it and
          * closed (or the linger timer fires). */
         shutdown(c->fd, SHUT_WR);
-        watch(c, EMU_EV_READ, 0);
+        conn_watch(c, EMU_EV_READ, 0);
         break;
     default:
         break;
@@ -1032,7 +808,7 @@ static void conn_writable(struct emu_conn *c)
             err = errno;
         if (err == EINPROGRESS || err == EALREADY)
             return;
-        watch(c, 0, EMU_EV_WRITE);
+        conn_watch(c, 0, EMU_EV_WRITE);
         if (err != 0)
             finish(c, connect_err_type(err), err, true);
         else
@@ -1052,7 +828,7 @@ static void conn_writable(struct emu_conn *c)
             return;
         }
     }
-    watch(c, 0, EMU_EV_WRITE);
+    conn_watch(c, 0, EMU_EV_WRITE);
 }
 
 static void conn_readable(struct emu_conn *c)
@@ -1087,7 +863,7 @@ static void conn_readable(struct emu_conn *c)
     default:
         /* Bytes we did not ask for (e.g. data before our Reply went out):
          * stop listening until the state wants them. */
-        watch(c, 0, EMU_EV_READ);
+        conn_watch(c, 0, EMU_EV_READ);
         break;
     }
 }
@@ -1159,7 +935,7 @@ int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_
     struct emu_conn *c = conn_alloc(e);
     if (c == NULL)
         return -ENOMEM;
-    int rc = addr_copy(&c->target, &c->target_len, peer, peer_len);
+    int rc = conn_addr_copy(&c->target, &c->target_len, peer, peer_len);
     if (rc == 0 && emu_sockaddr_port((struct sockaddr *)&c->target) == 0)
         rc = -EINVAL;
     if (rc != 0)
@@ -1180,15 +956,15 @@ int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_
         rc = -errno;
         goto fail;
     }
-    sock_tune(c->fd);
+    conn_sock_tune(c->fd);
     if (local) {
         struct sockaddr_storage ls;
         socklen_t ll;
-        rc = addr_copy(&ls, &ll, local, local_len);
+        rc = conn_addr_copy(&ls, &ll, local, local_len);
         if (rc == 0 && ls.ss_family != c->target.ss_family)
             rc = -EAFNOSUPPORT;
         if (rc == 0) {
-            sockaddr_set_port(&ls, 0);
+            conn_sockaddr_set_port(&ls, 0);
             if (bind(c->fd, (struct sockaddr *)&ls, ll) != 0)
                 rc = -errno;
         }
@@ -1208,7 +984,7 @@ fail:
     emu_engine_hook_del(e, &c->hook);
     emu_fdw_free(c->w);
     emu_timer_free(c->timer);
-    close_fd(c->fd, false);
+    conn_close_fd(c->fd, false);
     pthread_mutex_destroy(&c->lock);
     free(c);
     return rc;
@@ -1224,7 +1000,7 @@ static void accept_job(void *arg)
         deliver(c, EMU_CONN_ACCEPT_ERROR, c->dead_err, NULL, 0);
     } else if (c->state == CS_P_PENDING) {
         c->pol.rev = 2;
-        c->pol.crc = crc_wanted(c->params.crc, (struct sockaddr *)&c->info.local,
+        c->pol.crc = conn_crc_wanted(c->params.crc, (struct sockaddr *)&c->info.local,
                                 (struct sockaddr *)&c->info.peer);
         c->pol.p2p = true;
         c->pol.rtr = EMU_MPA_RTR_WRITE | EMU_MPA_RTR_READ;
@@ -1496,166 +1272,4 @@ void emu_conn_want_tx(struct emu_conn *c, bool on)
     /* Turning it off is left to the engine (it knows whether the handshake
      * still needs write readiness): the next writable callback disables it. */
     pthread_mutex_unlock(&c->lock);
-}
-
-/* ---------------------------------------------------------------- listeners */
-
-static void listener_accept(int fd, unsigned what, void *arg)
-{
-    (void)what;
-    struct emu_listener *l = arg;
-    for (int i = 0; i < ACCEPT_BATCH && !l->released; i++) {
-        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (cfd < 0) {
-            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                errno != ECONNABORTED)
-                SD_WARN("conn", "accept on port %u: %s", l->port, strerror(errno));
-            return;
-        }
-        sock_tune(cfd);
-        struct emu_conn *c = conn_alloc(l->e);
-        if (c == NULL) {
-            close_fd(cfd, true);
-            continue;
-        }
-        c->fd = cfd;
-        c->state = CS_P_WAIT_REQ;
-        fill_addrs(c);
-        if (conn_attach(c) != 0) {
-            c->released = true;
-            emu_engine_hook_del(c->e, &c->hook);
-            emu_fdw_free(c->w);
-            emu_timer_free(c->timer);
-            close_fd(cfd, true);
-            pthread_mutex_destroy(&c->lock);
-            free(c);
-            continue;
-        }
-        c->listener = l;
-        c->lnext = l->pending;
-        if (l->pending)
-            l->pending->lprev = c;
-        l->pending = c;
-        expect(c, EMU_MPA_HDR_LEN);
-        emu_timer_arm(c->timer, EMU_CONN_REQ_TIMEOUT_US);
-        watch(c, EMU_EV_READ, 0);
-    }
-}
-
-static void listener_release(struct emu_listener *l)
-{
-    if (l->released)
-        return;
-    l->released = true;
-    emu_fdw_free(l->w);
-    l->w = NULL;
-    close_fd(l->fd, false);
-    l->fd = -1;
-    /* Bounded: each release unlinks one pending connection. */
-    while (l->pending)
-        conn_release(l->pending);
-    emu_engine_hook_del(l->e, &l->hook);
-    free(l);
-}
-
-static void listener_hook_fn(struct emu_engine_hook *h)
-{
-    listener_release((struct emu_listener *)((char *)h - offsetof(struct emu_listener, hook)));
-}
-
-int emu_listener_create(struct emu_engine *e, const struct sockaddr *addr, socklen_t len,
-                        uint16_t port, const struct emu_listener_ops *ops, void *ctx,
-                        struct emu_listener **out)
-{
-    if (e == NULL || out == NULL || ops == NULL || ops->request == NULL)
-        return -EINVAL;
-    *out = NULL;
-    struct emu_listener *l = calloc(1, sizeof *l);
-    if (l == NULL)
-        return -ENOMEM;
-    l->e = e;
-    l->ops = *ops;
-    l->ctx = ctx;
-    l->fd = -1;
-    l->hook.fn = listener_hook_fn;
-    int rc = addr_copy(&l->addr, &l->alen, addr, len);
-    if (rc != 0)
-        goto fail;
-    sockaddr_set_port(&l->addr, port);
-    l->fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (l->fd < 0) {
-        rc = -errno;
-        goto fail;
-    }
-    int one = 1;
-    setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (l->addr.ss_family == AF_INET6)
-        setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (bind(l->fd, (struct sockaddr *)&l->addr, l->alen) != 0 ||
-        listen(l->fd, SOMAXCONN) != 0) {
-        rc = -errno;
-        goto fail;
-    }
-    socklen_t sl = sizeof l->addr;
-    getsockname(l->fd, (struct sockaddr *)&l->addr, &sl);
-    l->port = emu_sockaddr_port((struct sockaddr *)&l->addr);
-    rc = emu_engine_hook_add(e, &l->hook);
-    if (rc != 0)
-        goto fail;
-    l->w = emu_fdw_new(e, l->fd, listener_accept, l);
-    if (l->w == NULL) {
-        rc = -ENOMEM;
-        emu_engine_hook_del(e, &l->hook);
-        goto fail;
-    }
-    emu_fdw_enable(l->w, EMU_EV_READ);
-    char buf[64];
-    SD_DBG("conn", "listening on %s", emu_sockaddr_str((struct sockaddr *)&l->addr, buf,
-                                                       sizeof buf));
-    *out = l;
-    return 0;
-
-fail:
-    close_fd(l->fd, false);
-    free(l);
-    return rc;
-}
-
-int emu_listener_create_range(struct emu_engine *e, const struct sockaddr *addr,
-                              socklen_t len, uint16_t lo, uint16_t hi,
-                              const struct emu_listener_ops *ops, void *ctx,
-                              struct emu_listener **out)
-{
-    if (lo == 0 || hi < lo)
-        return -EINVAL;
-    uint32_t n = (uint32_t)hi - lo + 1;
-    uint32_t start = (uint32_t)(emu_now_us() ^ ((uint64_t)getpid() << 16)) % n;
-    for (uint32_t i = 0; i < n; i++) {
-        uint16_t port = (uint16_t)(lo + (start + i) % n);
-        int rc = emu_listener_create(e, addr, len, port, ops, ctx, out);
-        if (rc != -EADDRINUSE)
-            return rc;
-    }
-    return -EADDRINUSE;
-}
-
-uint16_t emu_listener_port(const struct emu_listener *l)
-{
-    return l ? l->port : 0;
-}
-
-static void listener_free_job(void *arg)
-{
-    struct emu_listener *l = arg;
-    if (l->in_cb > 0)
-        l->free_pending = true;
-    else
-        listener_release(l);
-}
-
-void emu_listener_free(struct emu_listener *l)
-{
-    if (l == NULL)
-        return;
-    emu_engine_run_sync(l->e, listener_free_job, l);
 }

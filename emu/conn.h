@@ -110,6 +110,12 @@ struct emu_conn_ops {
     int (*rx)(struct emu_conn *c, int fd, void *ctx);
     /* The socket became writable after emu_conn_want_tx(c, true). */
     void (*tx)(struct emu_conn *c, void *ctx);
+    /* An established connection's socket is about to be closed (peer
+     * closed, disconnect, failure): after this returns nobody may touch the
+     * fd (take your receive lock and forget it; emu_conn_writev is already
+     * safe). Runs before the terminal event. Not called from
+     * emu_conn_free() or engine destroy: stop using the fd before those. */
+    void (*detach)(struct emu_conn *c, void *ctx);
 };
 enum { EMU_RX_OK = 0, EMU_RX_EOF = 1 };
 

@@ -141,6 +141,10 @@ struct emu_qp_attr {
     uint64_t max_message_size;   /* Send/Recv limit (EMU_WC_LOC_LEN beyond) */
     uint64_t max_rdma_size;
     uint16_t ird, ord;           /* local limits; negotiated values apply once attached */
+    bool rfc7306;                /* the peer is known to speak RFC 7306 (our own provider,
+                                    agreed in private data): enables WRITE_IMM, atomics and
+                                    receiving opcodes 0x8-0xB. Off: those posts return
+                                    -EOPNOTSUPP and such opcodes are a protocol error. */
     const struct emu_qp_ops *ops;
     void *ctx;
 };
@@ -157,6 +161,10 @@ void emu_qp_destroy(struct emu_qp *qp);
 int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id);
 int emu_qp_rx(struct emu_qp *qp, int fd);
 void emu_qp_tx(struct emu_qp *qp);
+/* The owner's emu_conn_ops.detach must call this (and the owner calls it
+ * itself before emu_conn_free): consumer threads in emu_qp_progress stop
+ * touching the socket. Transmit is unaffected (emu_conn_writev is safe). */
+void emu_qp_detach(struct emu_qp *qp);
 /* Graceful: stop accepting posts, finish handing queued bytes to the
  * socket, then emu_conn_disconnect(c, true). Abrupt: emu_conn_disconnect(c,
  * false) at once. Outstanding WRs then flush. */
@@ -169,9 +177,16 @@ int emu_qp_reset(struct emu_qp *qp);
 
 /* ---- posting (any thread; send and receive sides have separate locks) ----
  * 0, -ENOSPC (queue full), -EINVAL (bad WR: nsge, op), -ENOTCONN (send side
- * while not attached: the caller decides between queueing semantics and
- * flushing per its state machine). The posting thread writes directly to
- * the socket when the send queue is idle. */
+ * while not attached, after a failure or once a graceful disconnect began:
+ * the caller decides between queueing semantics and flushing per its state
+ * machine), -EOPNOTSUPP (WRITE_IMM / atomics without attr.rfc7306).
+ * Atomics need sge[0].len >= 8 (the original value lands there, host
+ * order) and an 8-byte aligned remote target. The posting thread writes directly to the socket when the send
+ * queue is idle. Sends over max_message_size and RDMA over max_rdma_size
+ * are accepted and complete EMU_WC_LOC_LEN (the connection breaks), as DAT
+ * wants; an RDMA Read with a negotiated ORD of 0 completes EMU_WC_LOC_PROT.
+ * Errored WRs (local or blamed by a peer's Terminate) report their status
+ * from emu_qp_flush, in post order with the FLUSHED ones. */
 int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr);
 int emu_qp_post_recv(struct emu_qp *qp, uint64_t cookie, uint32_t nsge,
                      const struct emu_sge *sge);

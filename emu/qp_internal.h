@@ -54,6 +54,9 @@ struct rq_wqe {
 };
 
 struct ird_ent {
+    bool atomic;                /* Atomic Response (orig/req_id) instead of Read data */
+    uint32_t req_id;
+    uint64_t orig;
     uint32_t sink_stag;
     uint64_t sink_to;
     uint32_t size;
@@ -64,6 +67,7 @@ enum tx_kind { TXK_NONE = 0, TXK_SQ, TXK_IRD, TXK_CTRL };
 
 struct txrec {
     uint32_t len;               /* FPDU bytes */
+    uint32_t iov_end;           /* one past its last iovec */
     uint8_t kind;               /* enum tx_kind */
     bool msg_end;               /* last FPDU of the item */
     uint32_t idx;               /* SQ index (absolute) / IRD slot */
@@ -122,6 +126,7 @@ struct emu_qp {
     bool want_tx;               /* waiting for writability */
     bool disc_pending;          /* graceful disconnect once drained */
     bool disc_done;
+    bool tx_hold;               /* passive without p2p: wait for the first FPDU (RFC 5044) */
     struct sq_wqe *sq;
     struct emu_sge *sq_sge;
     uint32_t sq_cap, sq_head, sq_tx, sq_tail; /* absolute counters, mod sq_cap */
@@ -133,7 +138,7 @@ struct emu_qp {
     uint32_t rd_head, rd_tail;
     uint32_t read_seq;
     struct ird_ent *irq;        /* inbound Read Requests (IRD) */
-    uint32_t irq_cap, irq_head, irq_tail;
+    uint32_t irq_cap, irq_head, irq_tx, irq_tail; /* head: oldest unanswered; tx: next to start */
     bool last_was_resp;
     bool term_pending;          /* a Terminate waits for an FPDU boundary */
     struct emu_term term_out;
@@ -143,9 +148,10 @@ struct emu_qp {
 
     /* ---- receive side (rx_lock) ---- */
     pthread_mutex_t rx_lock;
-    int rx_fd;                  /* dup of the socket for consumer-thread progress */
+    int rx_fd;                  /* the socket, for consumer-thread progress (-1 once detached) */
     bool rx_attached;
     bool rx_dead;
+    bool rx_release_tx;         /* the first FPDU releases tx_hold */
     int rx_err;                 /* what emu_qp_rx returns once dead */
     struct emu_ddp_rx_state ddp;
     uint8_t phase, kind;

@@ -41,9 +41,25 @@ struct sd_ep {
     uint64_t conn_id;               /* unique per connection (window scope) */
     struct sockaddr_storage local_addr, remote_addr;
     DAT_CONN_QUAL local_port, remote_port;
+    /* Serialises the consumer's connection calls on this EP (connect,
+     * disconnect, accept, reset, free) around emu calls that may block
+     * (emu_conn_free). Engine callbacks never take it; they take `lock`.
+     * Order: cm_lock before lock. */
+    pthread_mutex_t cm_lock;
+    bool remote_set;                /* remote_addr/remote_port valid */
+    bool local_set;                 /* local_addr/local_port valid (else the IA's) */
+    bool aborting;                  /* disconnect asked while establishing */
+    bool initiator;                 /* the current/last connection was ours (connect) */
+    bool provider_ep;               /* created by a PSP_PROVIDER_FLAG PSP, not yet accepted */
+    struct sd_handle *rsp;          /* the RSP reserving this EP (no reference) */
+    uint16_t ev_pdata_len;          /* private data of the last connection event */
+    uint8_t ev_pdata[EMU_CONN_PDATA_RX_MAX];
 
     /* ---- data transfer (ep_dto.c) ---- */
     struct emu_qp *qp;
+    /* Work-request rings (cookie slots, SUPPRESS accounting, deferred
+     * flushes), lib/provider/ep_dto.h. Allocated by sd_ep_dto_init. */
+    struct sd_ep_dto *dto;
 };
 
 static inline DAT_RETURN sd_ep_get(DAT_EP_HANDLE raw, struct sd_ep **out)
@@ -71,5 +87,23 @@ void sd_ep_dto_fill_table(DAT_PROVIDER *p);
 /* ---- provided by ep.c / ep_cm.c ---- */
 void sd_ep_fill_table(DAT_PROVIDER *p);
 void sd_cm_fill_table(DAT_PROVIDER *p);   /* psp/rsp/cr/connect/disconnect */
+
+/* ep.c: create an EP object (attr NULL: defaults; pz/evds may be NULL:
+ * unconfigured). Arguments already validated and referenced by the caller;
+ * the EP takes its own dependencies. */
+DAT_RETURN sd_ep_create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *recv_evd,
+                            struct sd_evd *request_evd, struct sd_evd *connect_evd,
+                            const DAT_EP_ATTR *attr, DAT_EP_STATE state, struct sd_ep **out);
+/* Provider defaults for a NULL ep_attributes. */
+void sd_ep_default_attr(DAT_EP_ATTR *a);
+/* True when the EP has everything a connection needs. */
+bool sd_ep_configured_locked(const struct sd_ep *ep);
+/* The DAT_INVALID_STATE subtype naming the EP's state. */
+DAT_UINT32 sd_ep_state_subtype(DAT_EP_STATE s);
+/* ep_cm.c: the emu_conn hooks of an EP's connection (ctx = the EP). */
+extern const struct emu_conn_ops sd_ep_conn_ops;
+uint64_t sd_ep_next_conn_id(void);
+/* ep_cm.c: emu_conn_params for ep (IRD/ORD from its attributes). */
+void sd_ep_conn_params(const struct sd_ep *ep, struct emu_conn_params *p, uint64_t timeout_us);
 
 #endif

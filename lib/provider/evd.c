@@ -1,25 +1,100 @@
-/* softdat EVD: the object (create/query/free). Event delivery, waiting and
- * CNO notification are added by the data-path issue; the hooks they need are
- * the sd_evd fields and the teardown/release callbacks below. */
+/* softdat EVD: handle, argument checks, IA/CNO references and the async
+ * EVD wiring around the event-queue core (evq.c). Spec line numbers (Lnnnn)
+ * refer to the DAT 2.0 text; docs/events.md has the semantics. */
 #include "lib/provider/evd.h"
 
 #include "emu/log.h"
+#include "lib/provider/cno.h"
 #include "lib/provider/ia.h"
+
+/* ------------------------------------------------------------ producers */
+
+DAT_RETURN sd_evd_post(struct sd_evd *evd, const DAT_EVENT *ev, enum sd_evq_kind kind, unsigned flags)
+{
+    return sd_evq_post(&evd->q, ev, kind, flags);
+}
+
+void sd_ia_post_async(struct sd_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle, DAT_COUNT reason)
+{
+    if (ia == NULL)
+        return;
+    pthread_mutex_lock(&ia->lock);
+    struct sd_evd *evd = ia->async_evd;
+    if (evd != NULL && sd_handle_alive(&evd->h))
+        sd_handle_ref(&evd->h);
+    else
+        evd = NULL;
+    pthread_mutex_unlock(&ia->lock);
+    if (evd == NULL) {
+        SD_DBG("evd", "async event 0x%x dropped: IA has no async EVD", (unsigned)num);
+        return;
+    }
+    DAT_EVENT ev = {0};
+    ev.event_number = num;
+    ev.event_data.asynch_error_event_data.dat_handle = handle;
+    ev.event_data.asynch_error_event_data.reason = reason;
+    /* A full async EVD keeps its last slot for its own overflow (evq). */
+    if (sd_evq_post(&evd->q, &ev, SD_EVQ_ASYNC, 0) != DAT_SUCCESS)
+        SD_DBG("evd", "async event 0x%x lost: async EVD full", (unsigned)num);
+    sd_handle_put(&evd->h);
+}
+
+/* An event was lost to a full queue (coalesced per overflow episode). */
+static void evd_overflow(void *arg, struct sd_evq *q, enum sd_evq_kind kind)
+{
+    (void)q;
+    struct sd_evd *evd = arg;
+    if (kind == SD_EVQ_ASYNC)
+        return; /* this is the async EVD: the catastrophic event is queued */
+    SD_DBG("evd", "evd %p overflowed (kind %d)", (void *)evd, (int)kind);
+    sd_ia_post_async(evd->h.ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, (DAT_HANDLE)evd, DAT_EVD_OVERFLOW_ERROR);
+}
+
+/* ------------------------------------------------------------ object */
+
+/* Detach the CNO (modify_cno to NULL, or teardown). */
+static struct sd_cno *evd_swap_cno(struct sd_evd *evd, struct sd_cno *cno)
+{
+    pthread_mutex_lock(&evd->cno_mu);
+    struct sd_cno *old = evd->cno;
+    evd->cno = cno;
+    if (evd->q_inited)
+        sd_evq_set_cno(&evd->q, cno != NULL ? &cno->c : NULL);
+    pthread_mutex_unlock(&evd->cno_mu);
+    return old;
+}
+
+static void cno_drop(struct sd_cno *cno, bool freed)
+{
+    if (cno == NULL)
+        return;
+    sd_handle_dep_put(&cno->h);
+    /* L3135: when every EVD of a CNO has been freed its waiters (and agent)
+     * are released with a NULL EVD. Only a free counts, not modify_cno. */
+    if (freed && (atomic_load(&cno->h.deps) & ~SD_DEPS_DYING) == 0 && cno->c_inited)
+        sd_cnoq_wake_all(&cno->c, SD_RET(DAT_ABORT, 0));
+    sd_handle_put(&cno->h);
+}
 
 static void evd_teardown(struct sd_handle *h)
 {
     struct sd_evd *evd = (struct sd_evd *)h;
-    /* Data path: wake waiters with DAT_ABORT, detach from streams. */
-    if (evd->cno != NULL) {
-        sd_handle_dep_put(evd->cno);
-        sd_handle_put(evd->cno);
-        evd->cno = NULL;
-    }
+    if (evd->q_inited)
+        sd_evq_abort(&evd->q); /* a blocked waiter returns DAT_ABORT (L3739) */
+    cno_drop(evd_swap_cno(evd, NULL), true);
 }
 
 static void evd_release(struct sd_handle *h)
 {
-    (void)h; /* Data path: free the event ring. */
+    struct sd_evd *evd = (struct sd_evd *)h;
+    if (evd->q_inited) {
+        /* No reference left, so no thread is inside sd_evq_wait. */
+        DAT_RETURN rc = sd_evq_fini(&evd->q);
+        if (rc != DAT_SUCCESS)
+            SD_ERR("evd", "queue fini: 0x%x", (unsigned)rc);
+        evd->q_inited = false;
+    }
+    pthread_mutex_destroy(&evd->cno_mu);
 }
 
 static const struct sd_handle_ops evd_ops = {
@@ -31,9 +106,10 @@ static const struct sd_handle_ops evd_ops = {
     .release = evd_release,
 };
 
-DAT_RETURN sd_evd_create_obj(struct sd_ia *ia, DAT_COUNT min_qlen, struct sd_handle *cno, DAT_EVD_FLAGS flags,
+DAT_RETURN sd_evd_create_obj(struct sd_ia *ia, DAT_COUNT min_qlen, struct sd_cno *cno, DAT_EVD_FLAGS flags,
                              struct sd_evd **out)
 {
+    /* L3328: beyond max_evd_qlen is an invalid parameter. */
     if (min_qlen < 0 || min_qlen > SD_MAX_EVD_QLEN)
         return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     if (flags == 0 || (flags & ~(DAT_EVD_FLAGS)SD_EVD_VALID_FLAGS) != 0)
@@ -41,26 +117,57 @@ DAT_RETURN sd_evd_create_obj(struct sd_ia *ia, DAT_COUNT min_qlen, struct sd_han
     struct sd_evd *evd = (struct sd_evd *)sd_handle_alloc(&evd_ops, ia);
     if (evd == NULL)
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+    pthread_mutex_init(&evd->cno_mu, NULL);
     evd->flags = flags;
-    evd->qlen = min_qlen;
-    evd->state = DAT_EVD_STATE_ENABLED | DAT_EVD_STATE_WAITABLE | DAT_EVD_STATE_CONFIG_NOTIFY;
+    /* The core needs at least one slot; L3324 lets us grant more. */
+    evd->qlen = min_qlen < 1 ? 1 : min_qlen;
+    DAT_RETURN rc = sd_evq_init(&evd->q, evd->qlen, (DAT_EVD_HANDLE)evd);
+    if (rc != DAT_SUCCESS) {
+        sd_handle_discard(&evd->h);
+        return DAT_GET_TYPE(rc) == DAT_INSUFFICIENT_RESOURCES
+                   ? SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY)
+                   : rc;
+    }
+    evd->q_inited = true;
+    sd_evq_set_overflow_cb(&evd->q, evd_overflow, evd);
     if (cno != NULL) {
-        if (!sd_handle_dep_get(cno)) {
+        if (!sd_handle_dep_get(&cno->h)) {
             sd_handle_discard(&evd->h);
             return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
         }
-        sd_handle_ref(cno);
-        evd->cno = cno;
+        sd_handle_ref(&cno->h);
+        evd_swap_cno(evd, cno);
     }
-    DAT_RETURN rc = sd_handle_publish(&evd->h);
+    rc = sd_handle_publish(&evd->h);
     if (rc != DAT_SUCCESS) {
-        evd_teardown(&evd->h);
+        cno_drop(evd_swap_cno(evd, NULL), false);
         sd_handle_discard(&evd->h);
         return rc;
     }
     *out = evd;
     return DAT_SUCCESS;
 }
+
+/* The CNO argument of create/modify_cno: NULL, or a live CNO of this IA
+ * (L3326, L1589). Returns it with a reference. */
+static DAT_RETURN get_cno_of(struct sd_ia *ia, DAT_CNO_HANDLE raw, struct sd_cno **out)
+{
+    *out = NULL;
+    if (raw == DAT_HANDLE_NULL)
+        return DAT_SUCCESS;
+    struct sd_cno *cno;
+    DAT_RETURN rc = sd_cno_get(raw, &cno);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    if (cno->h.ia != ia) {
+        sd_handle_put(&cno->h);
+        return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
+    }
+    *out = cno;
+    return DAT_SUCCESS;
+}
+
+/* ------------------------------------------------------------ entry points */
 
 static DAT_RETURN sd_evd_create(DAT_IA_HANDLE ia_handle, DAT_COUNT min_qlen, DAT_CNO_HANDLE cno_handle,
                                 DAT_EVD_FLAGS flags, DAT_EVD_HANDLE *evd_handle)
@@ -69,45 +176,50 @@ static DAT_RETURN sd_evd_create(DAT_IA_HANDLE ia_handle, DAT_COUNT min_qlen, DAT
     DAT_RETURN rc = sd_ia_get(ia_handle, &ia);
     if (rc != DAT_SUCCESS)
         return rc;
-    struct sd_handle *cno = NULL;
+    struct sd_cno *cno = NULL;
     if (evd_handle == NULL) {
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
         goto out;
     }
-    if (cno_handle != DAT_HANDLE_NULL) {
-        rc = sd_handle_get(cno_handle, DAT_HANDLE_TYPE_CNO, DAT_INVALID_HANDLE_CNO, &cno);
-        if (rc != DAT_SUCCESS)
-            goto out;
-        if (cno->ia != ia) { /* a CNO of another IA (L3326) */
-            rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
-            goto out;
-        }
-    }
+    rc = get_cno_of(ia, cno_handle, &cno);
+    if (rc != DAT_SUCCESS)
+        goto out;
     struct sd_evd *evd;
     rc = sd_evd_create_obj(ia, min_qlen, cno, flags, &evd);
     if (rc == DAT_SUCCESS)
         *evd_handle = (DAT_EVD_HANDLE)evd;
 out:
-    sd_handle_put(cno);
+    if (cno != NULL)
+        sd_handle_put(&cno->h);
     sd_handle_put(&ia->h);
     return rc;
 }
 
+#define EVD_GET(raw, evd)                                                          \
+    struct sd_evd *evd;                                                            \
+    do {                                                                           \
+        DAT_RETURN grc_ = sd_evd_get((raw), DAT_INVALID_HANDLE_EVD_REQUEST, &evd); \
+        if (grc_ != DAT_SUCCESS)                                                   \
+            return grc_;                                                           \
+    } while (0)
+
 static DAT_RETURN sd_evd_query(DAT_EVD_HANDLE evd_handle, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM *param)
 {
-    struct sd_evd *evd;
-    DAT_RETURN rc = sd_evd_get(evd_handle, DAT_INVALID_HANDLE_EVD_REQUEST, &evd);
-    if (rc != DAT_SUCCESS)
-        return rc;
+    EVD_GET(evd_handle, evd);
+    DAT_RETURN rc = DAT_SUCCESS;
     if ((mask & ~(DAT_EVD_PARAM_MASK)DAT_EVD_FIELD_ALL) != 0)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     else if (param == NULL)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     else {
+        struct sd_evq_info info;
+        sd_evq_info(&evd->q, &info);
         param->ia_handle = sd_ia_consumer_handle(evd->h.ia);
-        param->evd_qlen = evd->qlen;
-        param->evd_state = evd->state;
+        param->evd_qlen = info.qlen; /* current capacity (after resizes) */
+        param->evd_state = (DAT_EVD_STATE)info.state;
+        pthread_mutex_lock(&evd->cno_mu);
         param->cno_handle = (DAT_CNO_HANDLE)evd->cno;
+        pthread_mutex_unlock(&evd->cno_mu);
         param->evd_flags = evd->flags;
     }
     sd_handle_put(&evd->h);
@@ -116,15 +228,120 @@ static DAT_RETURN sd_evd_query(DAT_EVD_HANDLE evd_handle, DAT_EVD_PARAM_MASK mas
 
 static DAT_RETURN sd_evd_free(DAT_EVD_HANDLE evd_handle)
 {
-    struct sd_evd *evd;
-    DAT_RETURN rc = sd_evd_get(evd_handle, DAT_INVALID_HANDLE_EVD_REQUEST, &evd);
-    if (rc != DAT_SUCCESS)
-        return rc;
+    EVD_GET(evd_handle, evd);
+    DAT_RETURN rc;
+    struct sd_evq_info info;
+    sd_evq_info(&evd->q, &info);
+    if (info.waiter) /* L2793 */
+        rc = SD_RET(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_WAITER);
     /* Deps count the EPs/SPs whose streams feed this EVD (L3375, L3384). */
-    if (!sd_handle_try_retire(&evd->h))
+    else if (!sd_handle_try_retire(&evd->h))
         rc = SD_RET(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_IN_USE);
     else
         rc = sd_handle_destroy(&evd->h, DAT_INVALID_HANDLE_EVD_REQUEST);
+    sd_handle_put(&evd->h);
+    return rc;
+}
+
+static DAT_RETURN sd_evd_modify_cno(DAT_EVD_HANDLE evd_handle, DAT_CNO_HANDLE cno_handle)
+{
+    EVD_GET(evd_handle, evd);
+    struct sd_cno *cno;
+    DAT_RETURN rc = get_cno_of(evd->h.ia, cno_handle, &cno);
+    if (rc == DAT_SUCCESS && cno != NULL && !sd_handle_dep_get(&cno->h)) {
+        sd_handle_put(&cno->h); /* being freed right now */
+        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO);
+    }
+    if (rc == DAT_SUCCESS) {
+        /* The reference from get_cno_of becomes the EVD's. A notification
+         * already under way may still reach the old CNO (L3462). */
+        cno_drop(evd_swap_cno(evd, cno), false);
+    }
+    sd_handle_put(&evd->h);
+    return rc;
+}
+
+static DAT_RETURN sd_evd_enable(DAT_EVD_HANDLE evd_handle)
+{
+    EVD_GET(evd_handle, evd);
+    sd_evq_set_enabled(&evd->q, true);
+    sd_handle_put(&evd->h);
+    return DAT_SUCCESS;
+}
+
+static DAT_RETURN sd_evd_disable(DAT_EVD_HANDLE evd_handle)
+{
+    EVD_GET(evd_handle, evd);
+    sd_evq_set_enabled(&evd->q, false);
+    sd_handle_put(&evd->h);
+    return DAT_SUCCESS;
+}
+
+static DAT_RETURN sd_evd_set_unwaitable(DAT_EVD_HANDLE evd_handle)
+{
+    EVD_GET(evd_handle, evd);
+    sd_evq_set_waitable(&evd->q, false);
+    sd_handle_put(&evd->h);
+    return DAT_SUCCESS;
+}
+
+static DAT_RETURN sd_evd_clear_unwaitable(DAT_EVD_HANDLE evd_handle)
+{
+    EVD_GET(evd_handle, evd);
+    sd_evq_set_waitable(&evd->q, true);
+    sd_handle_put(&evd->h);
+    return DAT_SUCCESS;
+}
+
+static DAT_RETURN sd_evd_resize(DAT_EVD_HANDLE evd_handle, DAT_COUNT qlen)
+{
+    EVD_GET(evd_handle, evd);
+    DAT_RETURN rc;
+    if (qlen < 0 || qlen > SD_MAX_EVD_QLEN)
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    else {
+        /* As at create, 0 is granted as 1. Refused (INVALID_STATE, nothing
+         * changed) below the queued count (L3617-3621). */
+        rc = sd_evq_resize(&evd->q, qlen < 1 ? 1 : qlen);
+        if (DAT_GET_TYPE(rc) == DAT_INSUFFICIENT_RESOURCES)
+            rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+    }
+    sd_handle_put(&evd->h);
+    return rc;
+}
+
+static DAT_RETURN sd_evd_post_se(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *event)
+{
+    EVD_GET(evd_handle, evd);
+    DAT_RETURN rc;
+    /* Only EVDs created with DAT_EVD_SOFTWARE_FLAG carry the SE stream
+     * (L3751); the spec names no code: the handle is of the wrong kind for
+     * this call, so ARG1 as an invalid parameter. */
+    if ((evd->flags & DAT_EVD_SOFTWARE_FLAG) == 0)
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG1);
+    else if (event == NULL || event->event_number != DAT_SOFTWARE_EVENT)
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    else /* full: DAT_QUEUE_FULL, no overflow condition (L3848-3850) */
+        rc = sd_evq_post(&evd->q, event, SD_EVQ_SOFTWARE, 0);
+    sd_handle_put(&evd->h);
+    return rc;
+}
+
+static DAT_RETURN sd_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
+{
+    EVD_GET(evd_handle, evd);
+    DAT_RETURN rc = event == NULL ? SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2)
+                                  : sd_evq_dequeue(&evd->q, event);
+    sd_handle_put(&evd->h);
+    return rc;
+}
+
+static DAT_RETURN sd_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout, DAT_COUNT threshold, DAT_EVENT *event,
+                              DAT_COUNT *nmore)
+{
+    EVD_GET(evd_handle, evd);
+    DAT_RETURN rc = event == NULL ? SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4)
+                                  : sd_evq_wait(&evd->q, timeout, threshold, event, nmore);
     sd_handle_put(&evd->h);
     return rc;
 }
@@ -134,4 +351,15 @@ void sd_evd_fill_table(DAT_PROVIDER *p)
     p->evd_create_func = sd_evd_create;
     p->evd_query_func = sd_evd_query;
     p->evd_free_func = sd_evd_free;
+    p->evd_modify_cno_func = sd_evd_modify_cno;
+    p->evd_enable_func = sd_evd_enable;
+    p->evd_disable_func = sd_evd_disable;
+    p->evd_wait_func = sd_evd_wait;
+    p->evd_resize_func = sd_evd_resize;
+    p->evd_post_se_func = sd_evd_post_se;
+    p->evd_dequeue_func = sd_evd_dequeue;
+    p->evd_set_unwaitable_func = sd_evd_set_unwaitable;
+    p->evd_clear_unwaitable_func = sd_evd_clear_unwaitable;
+    /* provider.c fills the objects it knows; the CNO rides along here. */
+    sd_cno_fill_table(p);
 }

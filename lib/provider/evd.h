@@ -1,20 +1,30 @@
-/* softdat EVD object. This issue provides the object (create/query/free and
- * the provider-created async EVD). The data path embeds the event-queue core
- * (lib/provider/evq.h, struct sd_evq) here and wires the remaining EVD slots
- * (wait/dequeue/post_se/resize/enable/disable/unwaitable/modify_cno) to it;
- * evd.c keeps the handle, argument checks and IA/CNO references. */
+/* softdat EVD object: handle, argument checks, IA/CNO references, the IA
+ * async EVD. The queue semantics (waiting, overflow, CNO notification) are
+ * the embedded event-queue core, struct sd_evq (lib/provider/evq.h,
+ * docs/events.md).
+ *
+ * Producers (EPs, SPs, the engine) post with sd_evd_post(); IA-wide errors
+ * go through sd_ia_post_async(). Before attaching a stream to an EVD, check
+ * its flags with sd_evd_accepts() and take a dependency on it
+ * (sd_handle_dep_get(&evd->h), dropped in the producer's teardown): that is
+ * what makes dat_evd_free answer DAT_INVALID_STATE while streams feed it. */
 #ifndef SOFTDAT_PROVIDER_EVD_H
 #define SOFTDAT_PROVIDER_EVD_H
 
+#include "lib/provider/evq.h"
 #include "lib/provider/handle.h"
+
+struct sd_ia;
+struct sd_cno;
 
 struct sd_evd {
     struct sd_handle h;
-    DAT_EVD_FLAGS flags;
-    DAT_COUNT qlen;      /* capacity granted (>= requested) */
-    DAT_EVD_STATE state; /* ENABLED|WAITABLE|CONFIG_NOTIFY at creation */
-    struct sd_handle *cno; /* attached CNO (holds a dep on it), or NULL */
-    /* Data path: struct sd_evq q; (event ring, waiters, overflow rules). */
+    DAT_EVD_FLAGS flags;   /* constant after create */
+    DAT_COUNT qlen;        /* capacity granted at create (query reports the live value) */
+    pthread_mutex_t cno_mu; /* guards cno (modify_cno vs teardown/query) */
+    struct sd_cno *cno;    /* attached CNO (holds a dep + ref on it), or NULL */
+    struct sd_evq q;       /* the queue; initialised with qlen = max(1, requested) */
+    bool q_inited;
 };
 
 #define SD_EVD_VALID_FLAGS                                                                     \
@@ -23,7 +33,7 @@ struct sd_evd {
 
 /* Create and publish an EVD of `ia` (ia->h reference held by caller).
  * Validates qlen/flags like dat_evd_create; cno may be NULL. */
-DAT_RETURN sd_evd_create_obj(struct sd_ia *ia, DAT_COUNT min_qlen, struct sd_handle *cno, DAT_EVD_FLAGS flags,
+DAT_RETURN sd_evd_create_obj(struct sd_ia *ia, DAT_COUNT min_qlen, struct sd_cno *cno, DAT_EVD_FLAGS flags,
                              struct sd_evd **out);
 
 /* Validate an EVD handle; +1 ref. bad_subtype selects the INVALID_HANDLE
@@ -34,6 +44,34 @@ static inline DAT_RETURN sd_evd_get(DAT_EVD_HANDLE raw, uint32_t bad_subtype, st
     DAT_RETURN rc = sd_handle_get(raw, DAT_HANDLE_TYPE_EVD, bad_subtype, &h);
     *out = rc == DAT_SUCCESS ? (struct sd_evd *)h : NULL;
     return rc;
+}
+
+/* Enqueue *ev (copied; evd_handle is stamped with this EVD). Overflow is
+ * handled per kind (enum sd_evq_kind): a lost DTO/EXT/CONN event raises
+ * DAT_ASYNC_ERROR_EVD_OVERFLOW on the IA's async EVD (coalesced). Notifies
+ * a waiter or the attached CNO. Any thread, no provider lock held; the
+ * caller holds a reference on evd (or a dependency that keeps it live).
+ * Returns DAT_SUCCESS or DAT_QUEUE_FULL (not queued). */
+DAT_RETURN sd_evd_post(struct sd_evd *evd, const DAT_EVENT *ev, enum sd_evq_kind kind, unsigned flags);
+
+/* Post an asynch_error_event {num, handle, reason} on ia's async EVD, if it
+ * has one (dropped otherwise, or when the IA is closing). IA-affiliated
+ * events must pass sd_ia_consumer_handle(ia) as handle. */
+void sd_ia_post_async(struct sd_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle, DAT_COUNT reason);
+
+/* True if every bit of `stream` (DAT_EVD_*_FLAG, possibly several) is in
+ * the EVD's flags: recv_evd needs DTO, request_evd DTO (and RMR_BIND for
+ * binds), connect_evd CONNECTION, SP evd CR. */
+static inline int sd_evd_accepts(const struct sd_evd *evd, DAT_EVD_FLAGS stream)
+{
+    return evd != NULL && (evd->flags & stream) == stream;
+}
+
+/* Set the de-facto notification config (ep.c, when completion streams with
+ * UNSIGNALLED / SOLICITED_WAIT attach). */
+static inline void sd_evd_set_config(struct sd_evd *evd, enum sd_evq_config cfg)
+{
+    sd_evq_set_config(&evd->q, cfg);
 }
 
 #endif

@@ -4,7 +4,9 @@
 
 #include <string.h>
 
+#include "emu/engine.h"
 #include "emu/log.h"
+#include "emu/mem.h"
 #include "lib/provider/evd.h"
 
 unsigned sd_ia_type_limit(uint32_t type, uint32_t *sub)
@@ -44,15 +46,30 @@ static void ia_teardown(struct sd_handle *h)
     }
     if (n)
         SD_DBG("ia", "close of %s destroyed %u objects", ia->rec->info.ia_name, n);
-    if (ia->async_evd != NULL) {
-        sd_handle_put(&ia->async_evd->h);
-        ia->async_evd = NULL;
+    /* sd_ia_post_async reads async_evd under ia->lock. */
+    pthread_mutex_lock(&ia->lock);
+    struct sd_evd *async = ia->async_evd;
+    ia->async_evd = NULL;
+    pthread_mutex_unlock(&ia->lock);
+    if (async != NULL)
+        sd_handle_put(&async->h);
+    /* Children are gone, so nothing queues engine work any more. */
+    if (ia->engine != NULL) {
+        int e = emu_engine_destroy(ia->engine);
+        if (e != 0)
+            SD_ERR("ia", "engine destroy failed (%d): IA closed from its engine thread?", e);
+        else
+            ia->engine = NULL;
     }
 }
 
 static void ia_release(struct sd_handle *h)
 {
     struct sd_ia *ia = (struct sd_ia *)h;
+    if (ia->engine != NULL) /* never published, or teardown could not */
+        emu_engine_destroy(ia->engine);
+    /* Last reference: no create can still be registering into the table. */
+    emu_mem_table_destroy(ia->mem);
     pthread_mutex_destroy(&ia->lock);
 }
 
@@ -129,6 +146,21 @@ DAT_RETURN sd_ia_open(struct sd_provider_rec *rec, const DAT_NAME_PTR name, DAT_
                rec->info.ia_name, rec->ia_params);
         sd_handle_discard(&ia->h);
         return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG1);
+    }
+    struct emu_mem_limits lim = {
+        .max_pzs = SD_MAX_PZS, .max_regions = SD_MAX_LMRS, .max_windows = SD_MAX_RMRS, .first_index = 0};
+    enum emu_mem_status mst = emu_mem_table_create(&lim, &ia->mem);
+    if (mst != EMU_MEM_OK) {
+        SD_ERR("ia", "%s: memory table: %s", rec->info.ia_name, emu_mem_status_str(mst));
+        sd_handle_discard(&ia->h);
+        return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+    }
+    int e = emu_engine_create("softdat-ia", &ia->engine);
+    if (e != 0) {
+        SD_ERR("ia", "%s: engine thread: %d", rec->info.ia_name, e);
+        ia->engine = NULL;
+        sd_handle_discard(&ia->h);
+        return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
     }
     DAT_RETURN rc = sd_handle_publish(&ia->h);
     if (rc != DAT_SUCCESS) {

@@ -10,6 +10,8 @@
 #include "lib/provider/handle.h"
 
 struct sd_evd;
+struct emu_engine;
+struct emu_mem_table;
 
 #define SD_NTYPES 12 /* DAT_HANDLE_TYPE_CR .. DAT_HANDLE_TYPE_CSP */
 
@@ -32,6 +34,17 @@ struct sd_ia {
     struct sd_evd *async_evd;
     bool async_evd_owned;
     bool async_exists;
+
+    /* Soft RNIC runtime, one of each per open IA. Both are created by
+     * dat_ia_open before the IA is published and are valid while the caller
+     * holds an IA reference. `engine` (one thread) is destroyed by IA
+     * teardown after every child object has been torn down (child teardown
+     * may still use it); after that it is NULL, so code that starts engine
+     * work must publish its object first (publish fails once the IA is
+     * closing). `mem` (PZs, LMRs, RMRs) is destroyed when the last IA
+     * reference is dropped. */
+    struct emu_engine *engine;
+    struct emu_mem_table *mem;
 };
 
 /* Limit of live children of one type per IA (0 = unlimited) and the

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "emu/log.h"
+#include "lib/provider/ep.h"
 #include "lib/provider/handle.h"
 
 #pragma weak dat_registry_add_provider
@@ -56,6 +57,9 @@ static void fill_table(struct sd_provider_rec *rec)
     sd_ia_fill_table(p);
     sd_pz_fill_table(p);
     sd_evd_fill_table(p);
+    sd_ep_fill_table(p);
+    sd_cm_fill_table(p);     /* connect/disconnect, PSP, RSP, CR */
+    sd_ep_dto_fill_table(p); /* DTO posts, rmr_bind, slot 80 */
     p->device_name = rec->info.ia_name;
     p->extension = NULL;
     p->ia_open_func = g_ia_open[rec->slot];

@@ -1,15 +1,34 @@
 /* softdat PZ: a protection zone is an object that LMRs, RMRs, EPs and SRQs
- * reference (as a dependency); the memory table in emu/ tags regions with
- * it once the LMR issue lands. */
+ * reference (as a dependency); the memory table in emu/ tags regions and
+ * windows with its emu_pz. */
 #include "lib/provider/pz.h"
 
+#include "emu/log.h"
+#include "emu/mem.h"
 #include "lib/provider/ia.h"
+#include "lib/provider/lmr.h"
+#include "lib/provider/rmr.h"
+
+static void pz_teardown(struct sd_handle *h)
+{
+    struct sd_pz *pz = (struct sd_pz *)h;
+    if (pz->epz == NULL)
+        return;
+    /* Handle dependants are gone (free retired us; IA close tears down
+     * EPs/LMRs/RMRs first). A region whose free timed out with accesses in
+     * flight still counts: the table goes with the IA anyway. */
+    enum emu_mem_status st = emu_mem_pz_free(pz->epz);
+    if (st != EMU_MEM_OK)
+        SD_WARN("pz", "emu pz free: %s", emu_mem_status_str(st));
+    pz->epz = NULL;
+}
 
 static const struct sd_handle_ops pz_ops = {
     .type = DAT_HANDLE_TYPE_PZ,
     .name = "pz",
     .size = sizeof(struct sd_pz),
     .phase = SD_PHASE_PZ,
+    .teardown = pz_teardown,
 };
 
 static DAT_RETURN sd_pz_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE *pz_handle)
@@ -27,8 +46,16 @@ static DAT_RETURN sd_pz_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE *pz_handle
         rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
         goto out;
     }
+    enum emu_mem_status st = emu_mem_pz_create(ia->mem, &pz->epz);
+    if (st != EMU_MEM_OK) {
+        sd_handle_discard(&pz->h);
+        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES,
+                    st == EMU_MEM_E_LIMIT ? DAT_RESOURCE_PROTECTION_DOMAIN : DAT_RESOURCE_MEMORY);
+        goto out;
+    }
     rc = sd_handle_publish(&pz->h);
     if (rc != DAT_SUCCESS) {
+        pz_teardown(&pz->h);
         sd_handle_discard(&pz->h);
         goto out;
     }
@@ -73,4 +100,7 @@ void sd_pz_fill_table(DAT_PROVIDER *p)
     p->pz_create_func = sd_pz_create;
     p->pz_query_func = sd_pz_query;
     p->pz_free_func = sd_pz_free;
+    /* provider.c fills objects it knows; memory objects ride along here. */
+    sd_lmr_fill_table(p);
+    sd_rmr_fill_table(p);
 }

@@ -6,9 +6,14 @@
 
 #include "lib/provider/handle.h"
 
+struct emu_pz;
+
 struct sd_pz {
     struct sd_handle h;
-    /* LMR issue: the emu memory-table id of this zone. */
+    /* The zone in the IA's memory table (ia->mem). Set before publish,
+     * constant while the handle is live; regions, windows and
+     * emu_mem_pz_hold users (EPs, SRQs) are tagged with it. */
+    struct emu_pz *epz;
 };
 
 static inline DAT_RETURN sd_pz_get(DAT_PZ_HANDLE raw, struct sd_pz **out)

@@ -1,0 +1,115 @@
+/* Private to emu/conn.c and emu/conn_listen.c: the connection and listener
+ * objects and the helpers the two files share. See docs/emu-design.md. */
+#ifndef SOFTDAT_EMU_CONN_INT_H
+#define SOFTDAT_EMU_CONN_INT_H
+
+#include "emu/conn.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define ACCEPT_BATCH 32 /* TCP accepts per readiness callback */
+#define DRAIN_ROUNDS 16 /* reads per callback when there is no rx hook */
+#define RTR_MAX_FPDU 64 /* a Read Request RTR is 52 bytes on the wire */
+
+enum cstate {
+    CS_NEW,             /* active: connect job not run yet */
+    CS_A_TCP,           /* active: TCP connect in progress */
+    CS_A_SEND_REQ,      /* active: writing the MPA Request */
+    CS_A_WAIT_REP,      /* active: reading the MPA Reply */
+    CS_A_SEND_RTR,      /* active: writing the RTR */
+    CS_A_WAIT_RTR_RESP, /* active: Read RTR sent, reading its zero-length Response */
+    CS_P_WAIT_REQ,      /* passive: reading the MPA Request (listener owns it) */
+    CS_P_PENDING,       /* passive: delivered, waiting for accept/reject */
+    CS_P_DEAD,          /* passive: delivered, peer gone or misbehaved */
+    CS_P_SEND_REP,      /* passive: writing the accepting Reply */
+    CS_P_WAIT_RTR,      /* passive: reading the RTR */
+    CS_P_SEND_RTR_RESP, /* passive: writing the zero-length Read Response */
+    CS_REJECTING,       /* passive: reject Reply written, lingering (engine owns it) */
+    CS_EST,             /* established */
+    CS_CLOSING,         /* established, our FIN sent, waiting for the peer's */
+    CS_CLOSED,          /* socket closed */
+};
+
+struct emu_conn {
+    struct emu_engine *e;
+    atomic_int refs;            /* owner (user, listener or engine) + queued jobs */
+    pthread_mutex_t lock;       /* state, fd, w, want_tx, info (cross-thread readers) */
+    enum cstate state;
+    int fd;
+    struct emu_fdw *w;
+    struct emu_timer *timer;
+    struct emu_engine_hook hook;
+    bool want_tx;
+
+    /* engine thread only below (or before the first job is queued) */
+    bool initiator;
+    bool released;              /* resources gone, owner ref dropped */
+    bool user_gone;             /* no more events (freed, consumed by reject) */
+    bool free_pending;          /* emu_conn_free from inside a callback */
+    bool terminal_sent;
+    bool answered;              /* passive: accept/reject called (under lock) */
+    int in_cb;
+    int dead_err;               /* CS_P_DEAD: why */
+
+    struct emu_listener *listener; /* CS_P_WAIT_REQ only */
+    struct emu_conn *lprev, *lnext;
+
+    struct emu_conn_ops ops;
+    void *ctx;
+    struct emu_conn_params params;
+    struct emu_mpa_policy pol;
+    struct emu_mpa_frame req;   /* sent (active) / received (passive); pd -> req_pd */
+    uint8_t req_pd[EMU_MPA_PD_MAX];
+    uint8_t apd[EMU_CONN_PDATA_MAX]; /* accept/reject private data */
+    uint16_t apd_len;
+    uint8_t rep_pd[EMU_CONN_PDATA_RX_MAX]; /* active: the Reply's private data */
+    uint16_t rep_pd_len;
+    struct emu_conn_info info;
+    struct sockaddr_storage target;
+    socklen_t target_len;
+
+    uint8_t in[EMU_MPA_FRAME_MAX];
+    size_t in_len, in_need;
+    int in_phase;
+    uint8_t out[EMU_MPA_FRAME_MAX + RTR_MAX_FPDU];
+    size_t out_len, out_off;
+};
+
+struct emu_listener {
+    struct emu_engine *e;
+    int fd;
+    struct emu_fdw *w;
+    struct emu_listener_ops ops;
+    void *ctx;
+    struct sockaddr_storage addr;
+    socklen_t alen;
+    uint16_t port;
+    struct emu_conn *pending;   /* CS_P_WAIT_REQ connections */
+    struct emu_timer *backoff;  /* re-enables accepting after EMFILE & co. */
+    struct emu_engine_hook hook;
+    int in_cb;
+    bool free_pending;
+    bool released;
+};
+
+/* conn.c */
+struct emu_conn *conn_alloc(struct emu_engine *e);
+int conn_attach(struct emu_conn *c);
+void conn_release(struct emu_conn *c);
+void conn_expect(struct emu_conn *c, size_t need);
+void conn_watch(struct emu_conn *c, unsigned on, unsigned off);
+void conn_fill_addrs(struct emu_conn *c);
+void conn_listener_unlink(struct emu_conn *c);
+
+/* conn_listen.c */
+void conn_listener_release(struct emu_listener *l);
+void conn_sockaddr_set_port(struct sockaddr_storage *ss, uint16_t port);
+int conn_addr_copy(struct sockaddr_storage *ss, socklen_t *sslen, const struct sockaddr *sa,
+                   socklen_t len);
+bool conn_crc_wanted(enum emu_crc_mode m, const struct sockaddr *local,
+                     const struct sockaddr *peer);
+void conn_sock_tune(int fd);
+void conn_close_fd(int fd, bool abortive);
+
+#endif

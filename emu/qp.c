@@ -1,0 +1,651 @@
+/* Queue pair: lifecycle, posting, attach/flush, completions, SRQ.
+ * The transmit side is in qp_tx.c, the receive state machine in qp_rx.c;
+ * docs/emu-datapath.md has the design. */
+#include "emu/qp_internal.h"
+
+#include "emu/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+uint32_t qp_sge_slice(const struct emu_sge *sge, uint32_t nsge, uint64_t off, uint64_t len,
+                      struct iovec *iov, uint32_t max)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < nsge && len > 0 && n < max; i++) {
+        uint64_t l = sge[i].len;
+        if (off >= l) {
+            off -= l;
+            continue;
+        }
+        uint64_t take = l - off;
+        if (take > len)
+            take = len;
+        iov[n].iov_base = (char *)sge[i].addr + off;
+        iov[n].iov_len = (size_t)take;
+        n++;
+        len -= take;
+        off = 0;
+    }
+    return n;
+}
+
+static uint32_t env_fpdu_max(void)
+{
+    static atomic_uint cached;
+    unsigned v = atomic_load(&cached);
+    if (v)
+        return v;
+    v = QP_TX_MULPDU_MAX;
+    const char *s = getenv("SOFTDAT_FPDU_MAX");
+    if (s && *s) {
+        long l = strtol(s, NULL, 0);
+        if (l >= 128 && l <= (long)QP_TX_MULPDU_MAX)
+            v = (unsigned)l;
+    }
+    atomic_store(&cached, v);
+    return v;
+}
+
+void qp_fatal(struct emu_qp *qp, bool remote, const struct emu_term *t, int err)
+{
+    if (atomic_exchange(&qp->fatal_sent, true))
+        return;
+    struct emu_qp_fatal f;
+    memset(&f, 0, sizeof f);
+    f.remote = remote;
+    f.err = err;
+    if (t) {
+        f.have_term = true;
+        f.term = *t;
+        char buf[128];
+        SD_INFO("qp", "%p %s Terminate: %s", (void *)qp, remote ? "received" : "sent",
+                emu_term_describe(t, buf, sizeof buf));
+    } else {
+        SD_INFO("qp", "%p fatal: %s", (void *)qp, strerror(err));
+    }
+    if (qp->ops.fatal)
+        qp->ops.fatal(qp->a.ctx, &f);
+}
+
+/* sq_lock held. Completes one send-queue WR (callback), then frees the
+ * slots at the head that are done, so the ring stays in post order. */
+void qp_sq_report(struct emu_qp *qp, uint32_t idx, enum emu_wc_status st, uint32_t len)
+{
+    struct sq_wqe *w = sq_at(qp, idx);
+    if (w->st == WQ_DONE)
+        return;
+    w->st = WQ_DONE;
+    struct emu_cqe cqe;
+    memset(&cqe, 0, sizeof cqe);
+    cqe.cookie = w->cookie;
+    cqe.op = (enum emu_wr_op)w->op;
+    cqe.status = st;
+    cqe.byte_len = st == EMU_WC_SUCCESS ? len : 0;
+    if (w->op == EMU_WR_WRITE_IMM)
+        cqe.imm = w->imm;
+    if (w->op == EMU_WR_BIND && st == EMU_WC_SUCCESS)
+        cqe.bound_stag = w->sink_stag;
+    if (qp->ops.send_done)
+        qp->ops.send_done(qp->a.ctx, &cqe);
+    while (qp->sq_head != qp->sq_tx && sq_at(qp, qp->sq_head)->st == WQ_DONE)
+        qp->sq_head++;
+}
+
+/* rx_lock held. Next posted receive (private ring or SRQ). */
+bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out)
+{
+    struct emu_srq *s = qp->a.srq;
+    if (s) {
+        bool fire = false;
+        pthread_mutex_lock(&s->lock);
+        bool ok = s->tail != s->head;
+        if (ok) {
+            *out = s->ring[s->head % s->cap];
+            s->head++;
+            if (s->lw && s->lw_armed && s->tail - s->head < s->lw) {
+                s->lw_armed = false;
+                fire = true;
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (fire && s->lw_hit)
+            s->lw_hit(s->ctx);
+        return ok;
+    }
+    pthread_mutex_lock(&qp->rq_lock);
+    bool ok = qp->rq_tail != qp->rq_head;
+    if (ok) {
+        *out = qp->rq[qp->rq_head % qp->rq_cap];
+        qp->rq_head++;
+    }
+    pthread_mutex_unlock(&qp->rq_lock);
+    return ok;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out)
+{
+    if (!a || !out || !a->ops || a->max_send_wr == 0 || a->max_sge > EMU_QP_MAX_SGE ||
+        (!a->srq && a->max_recv_wr == 0))
+        return -EINVAL;
+    struct emu_qp *qp = calloc(1, sizeof *qp);
+    if (!qp)
+        return -ENOMEM;
+    qp->a = *a;
+    qp->ops = *a->ops;
+    if (qp->a.max_sge == 0)
+        qp->a.max_sge = 1;
+    if (qp->a.max_message_size == 0)
+        qp->a.max_message_size = UINT32_MAX;
+    if (qp->a.max_rdma_size == 0)
+        qp->a.max_rdma_size = UINT32_MAX;
+    qp->sq_cap = a->max_send_wr;
+    qp->sq = calloc(qp->sq_cap, sizeof *qp->sq);
+    qp->sq_sge = calloc((size_t)qp->sq_cap * qp->a.max_sge, sizeof *qp->sq_sge);
+    qp->rd_fifo = calloc(qp->sq_cap, sizeof *qp->rd_fifo);
+    qp->pf = malloc(QP_PF_SIZE);
+    if (!a->srq) {
+        qp->rq_cap = a->max_recv_wr;
+        qp->rq = calloc(qp->rq_cap, sizeof *qp->rq);
+    }
+    if (!qp->sq || !qp->sq_sge || !qp->rd_fifo || !qp->pf || (!a->srq && !qp->rq)) {
+        free(qp->sq);
+        free(qp->sq_sge);
+        free(qp->rd_fifo);
+        free(qp->pf);
+        free(qp->rq);
+        free(qp);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < qp->sq_cap; i++)
+        qp->sq[i].sge = qp->sq_sge + (size_t)i * qp->a.max_sge;
+    pthread_mutex_init(&qp->sq_lock, NULL);
+    pthread_mutex_init(&qp->rx_lock, NULL);
+    pthread_mutex_init(&qp->rq_lock, NULL);
+    qp->rx_fd = -1;
+    qp->read_seq = (uint32_t)(((uintptr_t)qp >> 4) & 0xFFFF);
+    if (a->srq)
+        atomic_fetch_add(&a->srq->users, 1);
+    emu_qp_reset(qp);
+    *out = qp;
+    return 0;
+}
+
+void emu_qp_destroy(struct emu_qp *qp)
+{
+    if (!qp)
+        return;
+    emu_qp_flush(qp);
+    if (qp->a.srq)
+        atomic_fetch_sub(&qp->a.srq->users, 1);
+    pthread_mutex_destroy(&qp->sq_lock);
+    pthread_mutex_destroy(&qp->rx_lock);
+    pthread_mutex_destroy(&qp->rq_lock);
+    free(qp->irq);
+    free(qp->sq);
+    free(qp->sq_sge);
+    free(qp->rd_fifo);
+    free(qp->pf);
+    free(qp->rq);
+    free(qp);
+}
+
+int emu_qp_reset(struct emu_qp *qp)
+{
+    if (!qp)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->rx_lock);
+    pthread_mutex_lock(&qp->sq_lock);
+    if (qp->c) {
+        pthread_mutex_unlock(&qp->sq_lock);
+        pthread_mutex_unlock(&qp->rx_lock);
+        return -EBUSY;
+    }
+    qp->tx_dead = qp->want_tx = qp->disc_pending = qp->disc_done = false;
+    qp->tx_hold = false;
+    qp->term_pending = false;
+    for (int i = 0; i < EMU_QN_COUNT; i++)
+        qp->tx_msn[i] = 1;
+    qp->reads_out = 0;
+    qp->rd_head = qp->rd_tail = 0;
+    qp->irq_head = qp->irq_tx = qp->irq_tail = 0;
+    memset(&qp->cur, 0, sizeof qp->cur);
+    qp->tb.niov = qp->tb.iov_pos = qp->tb.nrec = qp->tb.rec_pos = 0;
+    qp->tb.rec_done = qp->tb.bytes = 0;
+    qp->tx_bytes = qp->tx_fpdus = 0;
+    qp->ird = qp->a.ird;
+    qp->ord = qp->a.ord;
+    pthread_mutex_unlock(&qp->sq_lock);
+    qp_rx_reset(qp);
+    qp->rx_dead = false;
+    qp->rx_err = 0;
+    qp->rx_bytes = qp->rx_fpdus = 0;
+    atomic_store(&qp->fatal_sent, false);
+    pthread_mutex_unlock(&qp->rx_lock);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- connection */
+
+int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
+{
+    if (!qp || !c)
+        return -EINVAL;
+    struct emu_conn_info info;
+    int rc = emu_conn_get_info(c, &info);
+    if (rc != 0)
+        return rc;
+    if (info.fd < 0)
+        return -ENOTCONN;
+    int dfd = info.fd;
+    uint32_t icap = info.ird ? info.ird : 1;
+    struct ird_ent *irq = calloc(icap, sizeof *irq);
+    if (!irq)
+        return -ENOMEM;
+    pthread_mutex_lock(&qp->rx_lock);
+    pthread_mutex_lock(&qp->sq_lock);
+    if (qp->c || qp->rx_attached) {
+        pthread_mutex_unlock(&qp->sq_lock);
+        pthread_mutex_unlock(&qp->rx_lock);
+        free(irq);
+        return -EBUSY;
+    }
+    qp->c = c;
+    qp->conn_id = conn_id;
+    qp->crc = info.crc;
+    qp->ird = info.ird;
+    qp->ord = info.ord;
+    free(qp->irq);
+    qp->irq = irq;
+    qp->irq_cap = icap;
+    qp->irq_head = qp->irq_tx = qp->irq_tail = 0;
+    qp->mulpdu = env_fpdu_max();
+    /* A Read RTR used MSN 1 of queue 1 from the initiator (RFC 6581). */
+    if (info.rtr == EMU_MPA_RTR_READ && info.initiator)
+        qp->tx_msn[EMU_QN_READ_REQ] = 2;
+    qp->term_pending = qp->tx_dead = false;
+    qp->tx_hold = info.recv_first;
+    pthread_mutex_unlock(&qp->sq_lock);
+
+    qp_rx_reset(qp);
+    if (info.rtr == EMU_MPA_RTR_READ && !info.initiator)
+        qp->ddp.q[EMU_QN_READ_REQ].msn = 2;
+    qp->rx_release_tx = info.recv_first;
+    qp->rx_fd = dfd;
+    qp->rx_attached = true;
+    qp->rx_dead = false;
+    qp->rx_err = 0;
+    pthread_mutex_unlock(&qp->rx_lock);
+
+    pthread_mutex_lock(&qp->sq_lock);
+    qp_tx_pump(qp);
+    pthread_mutex_unlock(&qp->sq_lock);
+    SD_DBG("qp", "%p attached: crc %d ird %u ord %u fpdu %u", (void *)qp, info.crc,
+           info.ird, info.ord, qp->mulpdu);
+    return 0;
+}
+
+void emu_qp_detach(struct emu_qp *qp)
+{
+    if (!qp)
+        return;
+    pthread_mutex_lock(&qp->rx_lock);
+    qp->rx_fd = -1;
+    pthread_mutex_unlock(&qp->rx_lock);
+}
+
+int emu_qp_rx(struct emu_qp *qp, int fd)
+{
+    pthread_mutex_lock(&qp->rx_lock);
+    int rc;
+    if (qp->rx_dead)
+        rc = qp->rx_err ? qp->rx_err : -EPROTO;
+    else if (!qp->rx_attached)
+        rc = EMU_RX_OK;
+    else
+        rc = qp_rx_run(qp, fd, true);
+    pthread_mutex_unlock(&qp->rx_lock);
+    return rc;
+}
+
+void emu_qp_tx(struct emu_qp *qp)
+{
+    pthread_mutex_lock(&qp->sq_lock);
+    qp->want_tx = false;
+    if (qp->c)
+        emu_conn_want_tx(qp->c, false);
+    qp_tx_pump(qp);
+    pthread_mutex_unlock(&qp->sq_lock);
+}
+
+int emu_qp_progress(struct emu_qp *qp)
+{
+    if (!qp || pthread_mutex_trylock(&qp->rx_lock) != 0)
+        return 0;
+    int n = 0;
+    if (qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0) {
+        uint32_t before = qp->ncomp;
+        int rc = qp_rx_run(qp, qp->rx_fd, false);
+        n = (int)(qp->ncomp - before);
+        (void)rc;
+    }
+    pthread_mutex_unlock(&qp->rx_lock);
+    return n;
+}
+
+static bool tx_idle(const struct emu_qp *qp)
+{
+    return qp->cur.kind == TXK_NONE && qp->tb.rec_pos == qp->tb.nrec &&
+           qp->sq_tx == qp->sq_tail && qp->irq_head == qp->irq_tail;
+}
+
+int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
+{
+    if (!qp)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->sq_lock);
+    struct emu_conn *c = qp->c;
+    int rc = 0;
+    if (!c) {
+        rc = -ENOTCONN;
+    } else if (!graceful) {
+        qp->disc_pending = qp->disc_done = true;
+        rc = emu_conn_disconnect(c, false);
+    } else {
+        qp->disc_pending = true;
+        if (!qp->disc_done && (tx_idle(qp) || qp->tx_dead)) {
+            qp->disc_done = true;
+            rc = emu_conn_disconnect(c, true);
+        }
+    }
+    pthread_mutex_unlock(&qp->sq_lock);
+    return rc;
+}
+
+void emu_qp_flush(struct emu_qp *qp)
+{
+    if (!qp)
+        return;
+    pthread_mutex_lock(&qp->rx_lock);
+    qp->rx_attached = false;
+    qp->rx_fd = -1;
+    emu_mem_put(&qp->wref);
+    if (qp->have_recv) {
+        qp->have_recv = false;
+        struct emu_cqe cqe;
+        memset(&cqe, 0, sizeof cqe);
+        cqe.cookie = qp->cur_recv.cookie;
+        cqe.op = EMU_WC_RECV;
+        cqe.status = qp->recv_err_set ? qp->recv_err : EMU_WC_FLUSHED;
+        qp->ncomp++;
+        if (qp->ops.recv_done)
+            qp->ops.recv_done(qp->a.ctx, &cqe);
+    }
+    qp->recv_err_set = false;
+    if (!qp->a.srq) {
+        pthread_mutex_lock(&qp->rq_lock);
+        while (qp->rq_head != qp->rq_tail) {
+            struct rq_wqe *r = &qp->rq[qp->rq_head % qp->rq_cap];
+            struct emu_cqe cqe;
+            memset(&cqe, 0, sizeof cqe);
+            cqe.cookie = r->cookie;
+            cqe.op = EMU_WC_RECV;
+            cqe.status = EMU_WC_FLUSHED;
+            qp->rq_head++;
+            if (qp->ops.recv_done)
+                qp->ops.recv_done(qp->a.ctx, &cqe);
+        }
+        pthread_mutex_unlock(&qp->rq_lock);
+    }
+    if (!qp->rx_dead) {
+        qp->rx_dead = true;
+        qp->rx_err = -ENOTCONN;
+    }
+
+    pthread_mutex_lock(&qp->sq_lock);
+    qp->c = NULL;
+    qp->tx_dead = true;
+    /* Every slot not yet reported, in post order. sq_tx may lag (never
+     * started): report up to the tail. */
+    qp->sq_tx = qp->sq_tail;
+    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+        struct sq_wqe *w = sq_at(qp, i);
+        if (w->st != WQ_DONE)
+            qp_sq_report(qp, i, w->has_err ? w->err : EMU_WC_FLUSHED, 0);
+    }
+    qp->sq_head = qp->sq_tail;
+    for (uint32_t i = qp->irq_head; i != qp->irq_tail; i++)
+        emu_mem_put(&qp->irq[i % qp->irq_cap].ref);
+    qp->irq_head = qp->irq_tx = qp->irq_tail = 0;
+    qp->reads_out = 0;
+    qp->rd_head = qp->rd_tail = 0;
+    memset(&qp->cur, 0, sizeof qp->cur);
+    qp->tb.niov = qp->tb.iov_pos = qp->tb.nrec = qp->tb.rec_pos = 0;
+    qp->tb.rec_done = qp->tb.bytes = 0;
+    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_unlock(&qp->rx_lock);
+}
+
+/* ---------------------------------------------------------------- posting */
+
+int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
+{
+    if (!qp || !wr || wr->nsge > qp->a.max_sge || (wr->nsge && !wr->sge))
+        return -EINVAL;
+    switch (wr->op) {
+    case EMU_WR_SEND:
+    case EMU_WR_WRITE:
+    case EMU_WR_READ:
+    case EMU_WR_BIND:
+        break;
+    case EMU_WR_WRITE_IMM:
+        if (!qp->a.rfc7306)
+            return -EOPNOTSUPP;
+        break;
+    case EMU_WR_FETCH_ADD:
+    case EMU_WR_CMP_SWAP:
+        if (!qp->a.rfc7306)
+            return -EOPNOTSUPP;
+        if (wr->nsge < 1 || wr->sge[0].len < 8)
+            return -EINVAL;
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (wr->op == EMU_WR_BIND && !wr->mw)
+        return -EINVAL;
+    pthread_mutex_lock(&qp->sq_lock);
+    if (!qp->c || qp->tx_dead || qp->disc_pending) {
+        pthread_mutex_unlock(&qp->sq_lock);
+        return -ENOTCONN;
+    }
+    if (qp->sq_tail - qp->sq_head >= qp->sq_cap) {
+        pthread_mutex_unlock(&qp->sq_lock);
+        return -ENOSPC;
+    }
+    struct sq_wqe *w = sq_at(qp, qp->sq_tail);
+    struct emu_sge *sge = w->sge;
+    memset(w, 0, sizeof *w);
+    w->sge = sge;
+    w->cookie = wr->cookie;
+    w->op = (uint8_t)wr->op;
+    w->flags = wr->flags;
+    w->nsge = wr->nsge;
+    uint64_t len = 0;
+    for (uint32_t i = 0; i < wr->nsge; i++) {
+        sge[i] = wr->sge[i];
+        len += wr->sge[i].len;
+    }
+    w->len = len;
+    w->rstag = wr->remote_stag;
+    w->rto = wr->remote_to;
+    w->inv_stag = wr->inv_stag;
+    w->imm = wr->imm;
+    w->a1 = wr->atomic_add_or_cmp;
+    w->a2 = wr->atomic_swap;
+    w->mw = wr->mw;
+    w->bind = wr->bind;
+    w->st = WQ_QUEUED;
+    qp->sq_tail++;
+    /* Fast path: the posting thread transmits when nothing else is
+     * waiting for the socket. */
+    if (!qp->want_tx)
+        qp_tx_pump(qp);
+    pthread_mutex_unlock(&qp->sq_lock);
+    return 0;
+}
+
+int emu_qp_post_recv(struct emu_qp *qp, uint64_t cookie, uint32_t nsge,
+                     const struct emu_sge *sge)
+{
+    if (!qp || qp->a.srq || nsge > qp->a.max_sge || (nsge && !sge))
+        return -EINVAL;
+    pthread_mutex_lock(&qp->rq_lock);
+    if (qp->rq_tail - qp->rq_head >= qp->rq_cap) {
+        pthread_mutex_unlock(&qp->rq_lock);
+        return -ENOSPC;
+    }
+    struct rq_wqe *r = &qp->rq[qp->rq_tail % qp->rq_cap];
+    r->cookie = cookie;
+    r->nsge = nsge;
+    r->len = 0;
+    for (uint32_t i = 0; i < nsge; i++) {
+        r->sge[i] = sge[i];
+        r->len += sge[i].len;
+    }
+    qp->rq_tail++;
+    pthread_mutex_unlock(&qp->rq_lock);
+    return 0;
+}
+
+void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&qp->sq_lock);
+    out->send_outstanding = qp->sq_tail - qp->sq_head;
+    out->ird = qp->ird;
+    out->ord = qp->ord;
+    out->tx_bytes = qp->tx_bytes;
+    out->tx_fpdus = qp->tx_fpdus;
+    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_lock(&qp->rx_lock);
+    out->rx_bytes = qp->rx_bytes;
+    out->rx_fpdus = qp->rx_fpdus;
+    pthread_mutex_unlock(&qp->rx_lock);
+    if (qp->a.srq) {
+        out->recv_posted = emu_srq_posted(qp->a.srq);
+    } else {
+        pthread_mutex_lock(&qp->rq_lock);
+        out->recv_posted = qp->rq_tail - qp->rq_head;
+        pthread_mutex_unlock(&qp->rq_lock);
+    }
+}
+
+/* ---------------------------------------------------------------- SRQ */
+
+int emu_srq_create(const struct emu_srq_attr *a, struct emu_srq **out)
+{
+    if (!a || !out || a->max_recv_wr == 0 || a->max_sge > EMU_QP_MAX_SGE)
+        return -EINVAL;
+    struct emu_srq *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->cap = a->max_recv_wr;
+    s->ring = calloc(s->cap, sizeof *s->ring);
+    if (!s->ring) {
+        free(s);
+        return -ENOMEM;
+    }
+    s->max_sge = a->max_sge ? a->max_sge : 1;
+    s->lw = a->low_watermark;
+    s->lw_armed = s->lw != 0;
+    s->lw_hit = a->low_watermark_hit;
+    s->ctx = a->ctx;
+    pthread_mutex_init(&s->lock, NULL);
+    *out = s;
+    return 0;
+}
+
+void emu_srq_destroy(struct emu_srq *srq)
+{
+    if (!srq)
+        return;
+    pthread_mutex_destroy(&srq->lock);
+    free(srq->ring);
+    free(srq);
+}
+
+int emu_srq_post_recv(struct emu_srq *s, uint64_t cookie, uint32_t nsge,
+                      const struct emu_sge *sge)
+{
+    if (!s || nsge > s->max_sge || (nsge && !sge))
+        return -EINVAL;
+    pthread_mutex_lock(&s->lock);
+    if (s->tail - s->head >= s->cap) {
+        pthread_mutex_unlock(&s->lock);
+        return -ENOSPC;
+    }
+    struct rq_wqe *r = &s->ring[s->tail % s->cap];
+    r->cookie = cookie;
+    r->nsge = nsge;
+    r->len = 0;
+    for (uint32_t i = 0; i < nsge; i++) {
+        r->sge[i] = sge[i];
+        r->len += sge[i].len;
+    }
+    s->tail++;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int emu_srq_resize(struct emu_srq *s, uint32_t max_recv_wr)
+{
+    if (!s || max_recv_wr == 0)
+        return -EINVAL;
+    pthread_mutex_lock(&s->lock);
+    uint32_t n = s->tail - s->head;
+    if (max_recv_wr < n) {
+        pthread_mutex_unlock(&s->lock);
+        return -EBUSY;
+    }
+    struct rq_wqe *r = calloc(max_recv_wr, sizeof *r);
+    if (!r) {
+        pthread_mutex_unlock(&s->lock);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        r[i] = s->ring[(s->head + i) % s->cap];
+    free(s->ring);
+    s->ring = r;
+    s->cap = max_recv_wr;
+    s->head = 0;
+    s->tail = n;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int emu_srq_set_lw(struct emu_srq *s, uint32_t low_watermark)
+{
+    if (!s)
+        return -EINVAL;
+    pthread_mutex_lock(&s->lock);
+    s->lw = low_watermark;
+    s->lw_armed = low_watermark != 0;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+uint32_t emu_srq_posted(const struct emu_srq *s)
+{
+    struct emu_srq *m = (struct emu_srq *)s;
+    pthread_mutex_lock(&m->lock);
+    uint32_t n = m->tail - m->head;
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}

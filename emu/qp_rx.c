@@ -1,0 +1,678 @@
+/* Queue pair, receive side: a resumable length -> header -> payload ->
+ * trailer state machine per connection. Every header is validated (DDP/RDMAP
+ * parse, memory table, receive buffer) before a payload byte is placed.
+ * Small FPDUs are parsed out of a 64 KiB prefetch buffer (one recv brings
+ * many); large payloads are readv'd straight into the receive buffer or the
+ * target region, with the prefetch buffer as the last iovec so that the
+ * next headers come in with the same syscall.
+ *
+ * CRC (when negotiated) is computed while placing and compared at the
+ * trailer: data read in place is checked after it was placed (as siw does);
+ * a mismatch sends Terminate LLP/CRC and breaks the connection, so the
+ * damaged message never completes successfully.
+ *
+ * Everything here runs with rx_lock held. */
+#include "emu/qp_internal.h"
+
+#include "emu/crc32c.h"
+#include "emu/log.h"
+#include "emu/mpa.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#define RX_ROUNDS 256
+
+static inline uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+void qp_rx_reset(struct emu_qp *qp)
+{
+    emu_ddp_rx_init(&qp->ddp, qp->a.rfc7306);
+    qp->phase = RX_LEN;
+    qp->kind = RXK_NONE;
+    qp->hhave = 0;
+    qp->hneed = 2;
+    qp->pay_left = 0;
+    qp->tgt_n = qp->tgt_i = 0;
+    qp->trl_have = qp->trl_need = 0;
+    qp->pf_off = qp->pf_len = 0;
+    qp->rresp_off = 0;
+    emu_mem_put(&qp->wref);
+    memset(&qp->wref, 0, sizeof qp->wref);
+}
+
+/* A local protocol/protection error: Terminate, then the connection breaks
+ * (the engine's rx hook returns the error; a consumer thread asks the
+ * conn to fail). Returns -err. */
+static int rx_fail(struct emu_qp *qp, const struct emu_term *t, int err, bool engine)
+{
+    pthread_mutex_lock(&qp->sq_lock);
+    struct emu_conn *c = qp->c;
+    if (t)
+        qp_tx_terminate(qp, t);
+    else
+        qp->tx_dead = true;
+    pthread_mutex_unlock(&qp->sq_lock);
+    qp_fatal(qp, false, t, err);
+    qp->rx_dead = true;
+    qp->rx_err = -err;
+    emu_mem_put(&qp->wref);
+    if (!engine && c)
+        emu_conn_fail(c, err);
+    return -err;
+}
+
+static int rx_fail_code(struct emu_qp *qp, uint8_t layer, uint8_t etype, uint8_t ecode,
+                        bool engine)
+{
+    struct emu_term t;
+    emu_term_init(&t, layer, etype, ecode, qp->hbuf + 2, qp->hhave - 2, qp->ulpdu_len);
+    return rx_fail(qp, &t, EPROTO, engine);
+}
+
+static enum emu_wc_status term_status(const struct emu_term *t)
+{
+    switch (t->layer) {
+    case EMU_TERM_RDMAP:
+        return t->etype == EMU_TERM_RDMAP_PROTECTION ? EMU_WC_REM_ACCESS : EMU_WC_REM_OP;
+    case EMU_TERM_DDP:
+        if (t->etype == EMU_TERM_DDP_TAGGED)
+            return EMU_WC_REM_ACCESS;
+        if (t->etype == EMU_TERM_DDP_UNTAGGED && t->ecode == EMU_DDP_EC_U_NO_BUF)
+            return EMU_WC_RNR;
+        return EMU_WC_REM_OP;
+    default:
+        return EMU_WC_TRANSPORT;
+    }
+}
+
+/* sq_lock held: the outstanding WR a received Terminate is about. */
+static void term_blame(struct emu_qp *qp, const struct emu_term *t)
+{
+    enum emu_wc_status st = term_status(t);
+    bool by_sink = false, by_msn = false, tagged = false;
+    uint32_t key = 0, qn = 0;
+    if (t->hdrct & EMU_TERM_HDRCT_R) {
+        by_sink = true;
+        key = be32(t->rreq_hdr);
+    } else if ((t->hdrct & EMU_TERM_HDRCT_D) && t->ddp_hdr_len == EMU_DDP_UNTAGGED_HLEN) {
+        by_msn = true;
+        qn = be32(t->ddp_hdr + 6);
+        key = be32(t->ddp_hdr + 10);
+    } else if ((t->hdrct & EMU_TERM_HDRCT_D) && t->ddp_hdr_len == EMU_DDP_TAGGED_HLEN) {
+        tagged = true;
+        key = be32(t->ddp_hdr + 2);
+    }
+    for (uint32_t i = qp->sq_head; i != qp->sq_tx; i++) {
+        struct sq_wqe *w = sq_at(qp, i);
+        if (w->st == WQ_DONE)
+            continue;
+        bool hit = false;
+        if (by_sink)
+            hit = w->op == EMU_WR_READ && w->sink_stag == key;
+        else if (by_msn)
+            hit = ((qn == EMU_QN_SEND && w->op == EMU_WR_SEND) ||
+                   (qn == EMU_QN_READ_REQ &&
+                    (w->op == EMU_WR_READ || w->op == EMU_WR_FETCH_ADD ||
+                     w->op == EMU_WR_CMP_SWAP))) &&
+                  w->msn == key;
+        else if (tagged)
+            hit = w->op == EMU_WR_WRITE && w->rstag == key;
+        if (hit) {
+            w->has_err = true;
+            w->err = st;
+            return;
+        }
+    }
+}
+
+static int rx_terminate(struct emu_qp *qp, bool engine)
+{
+    const struct emu_term *t = &qp->h.u.term;
+    pthread_mutex_lock(&qp->sq_lock);
+    term_blame(qp, t);
+    qp->tx_dead = true;
+    struct emu_conn *c = qp->c;
+    pthread_mutex_unlock(&qp->sq_lock);
+    qp_fatal(qp, true, t, EREMOTEIO);
+    qp->rx_dead = true;
+    qp->rx_err = -EREMOTEIO;
+    if (!engine && c)
+        emu_conn_fail(c, EREMOTEIO);
+    return -EREMOTEIO;
+}
+
+/* The header is complete and parsed: decide where the payload goes. */
+static int header_done(struct emu_qp *qp, bool engine)
+{
+    struct emu_ddp_hdr *h = &qp->h;
+    qp->tgt_n = qp->tgt_i = 0;
+    qp->kind = RXK_FIXED;
+    switch (h->opcode) {
+    case EMU_OP_WRITE:
+        qp->kind = RXK_WRITE;
+        if (h->payload_len == 0)
+            break; /* DDP: zero-length tagged messages skip STag checks */
+        {
+            enum emu_mem_status st =
+                emu_mem_check_remote(qp->a.mem, h->stag, h->to, h->payload_len,
+                                     EMU_MEM_OP_WRITE, qp->a.pz, qp->conn_id, &qp->wref);
+            if (st != EMU_MEM_OK) {
+                struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_WRITE);
+                SD_DBG("qp", "%p Write to %#x+%#llx len %u refused: %s", (void *)qp, h->stag,
+                       (unsigned long long)h->to, h->payload_len, emu_mem_status_str(st));
+                return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
+            }
+            qp->tgt[0].iov_base = qp->wref.ptr;
+            qp->tgt[0].iov_len = h->payload_len;
+            qp->tgt_n = 1;
+        }
+        break;
+    case EMU_OP_READ_RESP: {
+        qp->kind = RXK_RRESP;
+        pthread_mutex_lock(&qp->sq_lock);
+        struct sq_wqe *w = NULL;
+        if (qp->rd_head != qp->rd_tail) {
+            qp->rresp_sq_idx = qp->rd_fifo[qp->rd_head % qp->sq_cap];
+            w = sq_at(qp, qp->rresp_sq_idx);
+        }
+        pthread_mutex_unlock(&qp->sq_lock);
+        if (!w || w->op != EMU_WR_READ || w->sink_stag != h->stag)
+            return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_INV_STAG,
+                                engine);
+        /* The WR's fields are stable while the Read is outstanding. */
+        if (h->to != qp->rresp_off || h->to + h->payload_len > w->len)
+            return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS,
+                                engine);
+        qp->tgt_n = qp_sge_slice(w->sge, w->nsge, h->to, h->payload_len, qp->tgt,
+                                 EMU_QP_MAX_SGE);
+        break;
+    }
+    case EMU_OP_SEND:
+    case EMU_OP_SEND_INV:
+    case EMU_OP_SEND_SE:
+    case EMU_OP_SEND_SE_INV: {
+        qp->kind = RXK_SEND;
+        if (!qp->ddp.q[EMU_QN_SEND].in_progress) {
+            if (!qp_pop_recv(qp, &qp->cur_recv))
+                return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED,
+                                    EMU_DDP_EC_U_NO_BUF, engine);
+            qp->have_recv = true;
+            qp->recv_err_set = false;
+        }
+        uint64_t end = (uint64_t)h->mo + h->payload_len;
+        if (end > qp->cur_recv.len || end > qp->a.max_message_size) {
+            qp->recv_err_set = true;
+            qp->recv_err = EMU_WC_LOC_LEN;
+            return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_TOO_LONG,
+                                engine);
+        }
+        qp->tgt_n = qp_sge_slice(qp->cur_recv.sge, qp->cur_recv.nsge, h->mo, h->payload_len,
+                                 qp->tgt, EMU_QP_MAX_SGE);
+        break;
+    }
+    default:
+        break; /* fixed-size messages act once the trailer checked out */
+    }
+    return 0;
+}
+
+static void complete_recv(struct emu_qp *qp)
+{
+    const struct emu_ddp_hdr *h = &qp->h;
+    struct emu_cqe cqe;
+    memset(&cqe, 0, sizeof cqe);
+    cqe.cookie = qp->cur_recv.cookie;
+    cqe.op = EMU_WC_RECV;
+    cqe.status = EMU_WC_SUCCESS;
+    cqe.byte_len = h->mo + h->payload_len;
+    cqe.solicited = h->opcode == EMU_OP_SEND_SE || h->opcode == EMU_OP_SEND_SE_INV;
+    if (h->opcode == EMU_OP_SEND_INV || h->opcode == EMU_OP_SEND_SE_INV) {
+        cqe.op = EMU_WC_RECV_INV;
+        cqe.inv_stag = h->inv_stag;
+    }
+    qp->have_recv = false;
+    qp->ncomp++;
+    if (qp->ops.recv_done)
+        qp->ops.recv_done(qp->a.ctx, &cqe);
+}
+
+static int read_request(struct emu_qp *qp, bool engine)
+{
+    const struct emu_rdmap_read_req *r = &qp->h.u.rreq;
+    pthread_mutex_lock(&qp->sq_lock);
+    bool full = qp->irq_tail - qp->irq_head >= qp->ird || qp->irq_cap == 0;
+    pthread_mutex_unlock(&qp->sq_lock);
+    if (full)
+        return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
+                            EMU_RDMAP_EC_CATA_STREAM, engine);
+    struct ird_ent e;
+    memset(&e, 0, sizeof e);
+    e.sink_stag = r->sink_stag;
+    e.sink_to = r->sink_to;
+    e.size = r->size;
+    if (r->size) {
+        enum emu_mem_status st =
+            emu_mem_check_remote(qp->a.mem, r->src_stag, r->src_to, r->size, EMU_MEM_OP_READ,
+                                 qp->a.pz, qp->conn_id, &e.ref);
+        if (st != EMU_MEM_OK) {
+            struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_READ);
+            SD_DBG("qp", "%p Read of %#x+%#llx len %u refused: %s", (void *)qp, r->src_stag,
+                   (unsigned long long)r->src_to, r->size, emu_mem_status_str(st));
+            return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
+        }
+    }
+    pthread_mutex_lock(&qp->sq_lock);
+    qp->irq[qp->irq_tail % qp->irq_cap] = e;
+    qp->irq_tail++;
+    qp_tx_pump(qp);
+    pthread_mutex_unlock(&qp->sq_lock);
+    return 0;
+}
+
+static int read_response_done(struct emu_qp *qp, bool engine)
+{
+    pthread_mutex_lock(&qp->sq_lock);
+    uint32_t idx = qp->rresp_sq_idx;
+    struct sq_wqe *w = sq_at(qp, idx);
+    bool ok = qp->rresp_off == w->len;
+    if (ok) {
+        qp->rd_head++;
+        qp->reads_out--;
+        qp_sq_report(qp, idx, EMU_WC_SUCCESS, (uint32_t)w->len);
+        qp_tx_pump(qp); /* ORD freed: a stalled Read may go */
+    } else {
+        w->has_err = true;
+        w->err = EMU_WC_BAD_RESP;
+    }
+    pthread_mutex_unlock(&qp->sq_lock);
+    qp->rresp_off = 0;
+    if (!ok)
+        return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS,
+                            engine);
+    qp->ncomp++;
+    return 0;
+}
+
+/* RFC 7306 Immediate Data: consumes a receive, no payload. */
+static int immediate(struct emu_qp *qp, bool engine)
+{
+    const struct emu_ddp_hdr *h = &qp->h;
+    struct rq_wqe r;
+    if (!qp_pop_recv(qp, &r))
+        return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_NO_BUF,
+                            engine);
+    struct emu_cqe cqe;
+    memset(&cqe, 0, sizeof cqe);
+    cqe.cookie = r.cookie;
+    cqe.op = EMU_WC_RECV_IMM;
+    cqe.status = EMU_WC_SUCCESS;
+    cqe.imm = emu_rdmap_imm_to_u32(h->u.imm);
+    cqe.solicited = h->opcode == EMU_OP_IMM_SE;
+    qp->ncomp++;
+    if (qp->ops.recv_done)
+        qp->ops.recv_done(qp->a.ctx, &cqe);
+    return 0;
+}
+
+static uint64_t do_atomic(uint64_t *p, const struct emu_rdmap_atomic_req *a)
+{
+    uint64_t orig = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < 1000000; i++) {
+        uint64_t nv;
+        if (a->op == EMU_ATOMIC_FETCH_ADD) {
+            if (a->add_swap_mask == 0) {
+                nv = orig + a->add_swap;
+            } else {
+                /* Per-field add: the carry out of every bit set in the mask
+                 * is dropped (RFC 7306). */
+                nv = 0;
+                unsigned carry = 0;
+                for (int b = 0; b < 64; b++) {
+                    unsigned s = (unsigned)((orig >> b) & 1) + (unsigned)((a->add_swap >> b) & 1) +
+                                 carry;
+                    nv |= (uint64_t)(s & 1) << b;
+                    carry = (s >> 1) && !((a->add_swap_mask >> b) & 1);
+                }
+            }
+        } else {
+            if (((orig ^ a->compare) & a->compare_mask) != 0)
+                return orig;
+            nv = (orig & ~a->add_swap_mask) | (a->add_swap & a->add_swap_mask);
+        }
+        if (__atomic_compare_exchange_n(p, &orig, nv, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return orig;
+    }
+    return orig;
+}
+
+static int atomic_request(struct emu_qp *qp, bool engine)
+{
+    const struct emu_rdmap_atomic_req *a = &qp->h.u.areq;
+    pthread_mutex_lock(&qp->sq_lock);
+    bool full = qp->irq_tail - qp->irq_head >= qp->ird || qp->irq_cap == 0;
+    pthread_mutex_unlock(&qp->sq_lock);
+    if (full)
+        return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
+                            EMU_RDMAP_EC_CATA_STREAM, engine);
+    struct emu_mem_ref ref;
+    memset(&ref, 0, sizeof ref);
+    enum emu_mem_status st = emu_mem_check_remote(qp->a.mem, a->stag, a->to, 8,
+                                                  EMU_MEM_OP_ATOMIC, qp->a.pz, qp->conn_id, &ref);
+    if (st == EMU_MEM_OK && ((uintptr_t)ref.ptr & 7u)) {
+        emu_mem_put(&ref);
+        st = EMU_MEM_E_BOUNDS; /* misaligned target */
+    }
+    if (st != EMU_MEM_OK) {
+        struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_ATOMIC);
+        return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
+    }
+    struct ird_ent e;
+    memset(&e, 0, sizeof e);
+    e.atomic = true;
+    e.req_id = a->req_id;
+    e.orig = do_atomic((uint64_t *)ref.ptr, a);
+    emu_mem_put(&ref);
+    pthread_mutex_lock(&qp->sq_lock);
+    qp->irq[qp->irq_tail % qp->irq_cap] = e;
+    qp->irq_tail++;
+    qp_tx_pump(qp);
+    pthread_mutex_unlock(&qp->sq_lock);
+    return 0;
+}
+
+static int atomic_response(struct emu_qp *qp, bool engine)
+{
+    const struct emu_rdmap_atomic_resp *r = &qp->h.u.aresp;
+    pthread_mutex_lock(&qp->sq_lock);
+    bool ok = false;
+    if (qp->rd_head != qp->rd_tail) {
+        uint32_t idx = qp->rd_fifo[qp->rd_head % qp->sq_cap];
+        struct sq_wqe *w = sq_at(qp, idx);
+        if ((w->op == EMU_WR_FETCH_ADD || w->op == EMU_WR_CMP_SWAP) && w->msn == r->req_id) {
+            memcpy(w->sge[0].addr, &r->orig, 8);
+            qp->rd_head++;
+            qp->reads_out--;
+            qp_sq_report(qp, idx, EMU_WC_SUCCESS, 8);
+            qp_tx_pump(qp);
+            ok = true;
+        }
+    }
+    pthread_mutex_unlock(&qp->sq_lock);
+    if (!ok)
+        return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION, EMU_RDMAP_EC_OPCODE,
+                            engine);
+    qp->ncomp++;
+    return 0;
+}
+
+/* Trailer read: check CRC, then act on the segment. */
+static int seg_done(struct emu_qp *qp, bool engine)
+{
+    struct emu_ddp_hdr *h = &qp->h;
+    if (qp->crc) {
+        unsigned pad = qp->trl_need - 4;
+        uint32_t c = emu_crc32c(qp->crc_acc, qp->trl, pad);
+        if (c != emu_crc32c_get_le(qp->trl + pad)) {
+            struct emu_term t;
+            emu_term_init(&t, EMU_TERM_LLP, EMU_TERM_LLP_MPA, EMU_MPA_LLP_CRC, NULL, 0, 0);
+            return rx_fail(qp, &t, EBADMSG, engine);
+        }
+    }
+    qp->rx_fpdus++;
+    emu_mem_put(&qp->wref);
+    if (qp->rx_release_tx) {
+        qp->rx_release_tx = false;
+        pthread_mutex_lock(&qp->sq_lock);
+        qp->tx_hold = false;
+        qp_tx_pump(qp);
+        pthread_mutex_unlock(&qp->sq_lock);
+    }
+    if (!h->tagged)
+        emu_ddp_rx_advance(&qp->ddp, h);
+    int rc = 0;
+    switch (h->opcode) {
+    case EMU_OP_SEND:
+    case EMU_OP_SEND_INV:
+    case EMU_OP_SEND_SE:
+    case EMU_OP_SEND_SE_INV:
+        if (!h->last)
+            break;
+        if (h->opcode == EMU_OP_SEND_INV || h->opcode == EMU_OP_SEND_SE_INV) {
+            enum emu_mem_status st =
+                emu_mem_invalidate(qp->a.mem, h->inv_stag, qp->a.pz, qp->conn_id);
+            if (st != EMU_MEM_OK) {
+                struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_INVALIDATE);
+                qp->recv_err_set = true;
+                qp->recv_err = EMU_WC_LOC_PROT;
+                return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
+            }
+        }
+        complete_recv(qp);
+        break;
+    case EMU_OP_READ_RESP:
+        qp->rresp_off += h->payload_len;
+        if (h->last)
+            rc = read_response_done(qp, engine);
+        break;
+    case EMU_OP_READ_REQ:
+        rc = read_request(qp, engine);
+        break;
+    case EMU_OP_TERMINATE:
+        rc = rx_terminate(qp, engine);
+        break;
+    case EMU_OP_IMM:
+    case EMU_OP_IMM_SE:
+        rc = immediate(qp, engine);
+        break;
+    case EMU_OP_ATOMIC_REQ:
+        rc = atomic_request(qp, engine);
+        break;
+    case EMU_OP_ATOMIC_RESP:
+        rc = atomic_response(qp, engine);
+        break;
+    default:
+        break;
+    }
+    qp->phase = RX_LEN;
+    qp->hhave = 0;
+    qp->hneed = 2;
+    qp->kind = RXK_NONE;
+    return rc;
+}
+
+static void crc_iov(struct emu_qp *qp, const void *p, size_t n)
+{
+    if (qp->crc)
+        qp->crc_acc = emu_crc32c(qp->crc_acc, p, n);
+}
+
+/* Place n bytes from src into the target iovecs (or drop them). */
+static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
+{
+    crc_iov(qp, src, n);
+    qp->pay_left -= (uint32_t)n;
+    qp->rx_bytes += n;
+    while (n > 0 && qp->tgt_i < qp->tgt_n) {
+        struct iovec *v = &qp->tgt[qp->tgt_i];
+        size_t k = v->iov_len < n ? v->iov_len : n;
+        memcpy(v->iov_base, src, k);
+        src += k;
+        n -= k;
+        v->iov_base = (char *)v->iov_base + k;
+        v->iov_len -= k;
+        if (v->iov_len == 0)
+            qp->tgt_i++;
+    }
+}
+
+/* Account n bytes that readv put into the target iovecs. */
+static void placed_direct(struct emu_qp *qp, size_t n)
+{
+    qp->pay_left -= (uint32_t)n;
+    qp->rx_bytes += n;
+    while (n > 0 && qp->tgt_i < qp->tgt_n) {
+        struct iovec *v = &qp->tgt[qp->tgt_i];
+        size_t k = v->iov_len < n ? v->iov_len : n;
+        crc_iov(qp, v->iov_base, k);
+        n -= k;
+        v->iov_base = (char *)v->iov_base + k;
+        v->iov_len -= k;
+        if (v->iov_len == 0)
+            qp->tgt_i++;
+    }
+}
+
+static void to_trailer(struct emu_qp *qp)
+{
+    qp->phase = RX_TRL;
+    qp->trl_have = 0;
+    qp->trl_need = emu_fpdu_pad(qp->ulpdu_len) + 4;
+}
+
+/* Run the state machine over the prefetched bytes. 0, or a negative
+ * error once the connection must end. */
+static int process(struct emu_qp *qp, bool engine)
+{
+    for (;;) {
+        uint32_t avail = qp->pf_len - qp->pf_off;
+        const uint8_t *p = qp->pf + qp->pf_off;
+        switch (qp->phase) {
+        case RX_LEN:
+        case RX_HDR: {
+            if (qp->hhave < qp->hneed) {
+                if (avail == 0)
+                    return 0;
+                size_t k = qp->hneed - qp->hhave;
+                if (k > avail)
+                    k = avail;
+                memcpy(qp->hbuf + qp->hhave, p, k);
+                qp->hhave += k;
+                qp->pf_off += (uint32_t)k;
+                if (qp->hhave < qp->hneed)
+                    return 0;
+            }
+            if (qp->phase == RX_LEN) {
+                qp->ulpdu_len = (uint16_t)(qp->hbuf[0] << 8 | qp->hbuf[1]);
+                qp->phase = RX_HDR;
+                qp->hneed = 2 + 2;
+                continue;
+            }
+            size_t need = 0;
+            int rc = emu_ddp_parse(qp->hbuf + 2, qp->hhave - 2, qp->ulpdu_len, &qp->ddp,
+                                   &qp->h, &need);
+            if (rc == EMU_DDP_NEED_MORE) {
+                if (2 + need > sizeof qp->hbuf)
+                    return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
+                                        EMU_RDMAP_EC_UNSPECIFIED, engine);
+                qp->hneed = 2 + need;
+                continue;
+            }
+            if (rc != EMU_DDP_OK) {
+                struct emu_term t;
+                if (!emu_ddp_err_term(rc, qp->hbuf + 2, qp->hhave - 2, qp->ulpdu_len, &t))
+                    emu_term_init(&t, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
+                                  EMU_RDMAP_EC_UNSPECIFIED, NULL, 0, 0);
+                SD_DBG("qp", "%p bad header: %s", (void *)qp, emu_ddp_strerror(rc));
+                return rx_fail(qp, &t, EPROTO, engine);
+            }
+            if (qp->crc)
+                qp->crc_acc = emu_crc32c(0, qp->hbuf, qp->hhave);
+            rc = header_done(qp, engine);
+            if (rc < 0)
+                return rc;
+            qp->pay_left = qp->h.payload_len;
+            qp->phase = RX_PAY;
+            continue;
+        }
+        case RX_PAY:
+            if (qp->pay_left == 0) {
+                to_trailer(qp);
+                continue;
+            }
+            if (avail == 0)
+                return 0;
+            {
+                uint32_t k = qp->pay_left < avail ? qp->pay_left : avail;
+                place(qp, p, k);
+                qp->pf_off += k;
+            }
+            continue;
+        case RX_TRL: {
+            if (qp->trl_have < qp->trl_need) {
+                if (avail == 0)
+                    return 0;
+                size_t k = qp->trl_need - qp->trl_have;
+                if (k > avail)
+                    k = avail;
+                memcpy(qp->trl + qp->trl_have, p, k);
+                qp->trl_have += k;
+                qp->pf_off += (uint32_t)k;
+                if (qp->trl_have < qp->trl_need)
+                    return 0;
+            }
+            int rc = seg_done(qp, engine);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        default:
+            return 0;
+        }
+    }
+}
+
+int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
+{
+    for (int round = 0; round < RX_ROUNDS; round++) {
+        int rc = process(qp, engine);
+        if (rc < 0)
+            return rc;
+        ssize_t n;
+        if (qp->phase == RX_PAY && qp->pay_left >= QP_DIRECT_MIN && qp->tgt_i < qp->tgt_n) {
+            struct iovec iov[EMU_QP_MAX_SGE + 2];
+            uint32_t k = 0;
+            for (uint32_t i = qp->tgt_i; i < qp->tgt_n; i++)
+                iov[k++] = qp->tgt[i];
+            iov[k].iov_base = qp->pf;
+            iov[k].iov_len = QP_PF_SIZE;
+            k++;
+            struct msghdr mh = {.msg_iov = iov, .msg_iovlen = k};
+            n = recvmsg(fd, &mh, MSG_DONTWAIT);
+            if (n > 0) {
+                size_t placed = (size_t)n < qp->pay_left ? (size_t)n : qp->pay_left;
+                placed_direct(qp, placed);
+                qp->pf_off = 0;
+                qp->pf_len = (uint32_t)((size_t)n - placed);
+            }
+        } else {
+            n = recv(fd, qp->pf, QP_PF_SIZE, MSG_DONTWAIT);
+            if (n > 0) {
+                qp->pf_off = 0;
+                qp->pf_len = (uint32_t)n;
+            }
+        }
+        if (n == 0)
+            return EMU_RX_EOF;
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return EMU_RX_OK;
+            if (errno == EINTR)
+                continue;
+            int err = errno;
+            if (!engine) {
+                qp->rx_dead = true;
+                qp->rx_err = -err;
+            }
+            return -err;
+        }
+    }
+    int rc = process(qp, engine);
+    return rc < 0 ? rc : EMU_RX_OK;
+}

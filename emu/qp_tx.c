@@ -1,0 +1,438 @@
+/* Queue pair, transmit side: cut send-queue work and Read Responses into
+ * FPDUs, coalesce them into one writev, resume partial writes exactly.
+ * Everything here runs with sq_lock held. */
+#include "emu/qp_internal.h"
+
+#include "emu/log.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void batch_reset(struct txbatch *b)
+{
+    b->niov = b->iov_pos = b->nrec = b->rec_pos = 0;
+    b->rec_done = b->bytes = 0;
+}
+
+static bool batch_room(const struct emu_qp *qp)
+{
+    const struct txbatch *b = &qp->tb;
+    return b->nrec < QP_TXB_FPDUS && b->niov + 2 + EMU_QP_MAX_SGE <= QP_TXB_IOV &&
+           b->bytes < QP_TXB_BYTES;
+}
+
+/* Append one FPDU: header h carrying payload (iovecs), then pad + CRC. */
+static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const struct iovec *pay,
+                      uint32_t npay, uint32_t paylen, uint8_t kind, uint32_t idx, bool msg_end)
+{
+    struct txbatch *b = &qp->tb;
+    uint32_t r = b->nrec;
+    size_t hlen = 0;
+    int rc = emu_fpdu_build_hdr(h, paylen, b->hdr[r], EMU_FPDU_HDR_MAX, &hlen);
+    if (rc != EMU_DDP_OK) {
+        SD_ERR("qp", "%p cannot build FPDU: %s", (void *)qp, emu_ddp_strerror(rc));
+        return false;
+    }
+    b->iov[b->niov].iov_base = b->hdr[r];
+    b->iov[b->niov].iov_len = hlen;
+    b->niov++;
+    for (uint32_t i = 0; i < npay; i++)
+        if (pay[i].iov_len)
+            b->iov[b->niov++] = pay[i];
+    size_t tl = emu_fpdu_build_trailer(b->hdr[r], hlen, pay, (int)npay, qp->crc, b->trl[r]);
+    b->iov[b->niov].iov_base = b->trl[r];
+    b->iov[b->niov].iov_len = tl;
+    b->niov++;
+    struct txrec *rec = &b->rec[r];
+    rec->len = (uint32_t)(hlen + paylen + tl);
+    rec->iov_end = b->niov;
+    rec->kind = kind;
+    rec->idx = idx;
+    rec->msg_end = msg_end;
+    b->nrec++;
+    b->bytes += rec->len;
+    return true;
+}
+
+/* A local error found while issuing a WR: it completes with st (at flush,
+ * in post order) and the connection breaks. */
+static void local_fail(struct emu_qp *qp, struct sq_wqe *w, enum emu_wc_status st, int err)
+{
+    w->has_err = true;
+    w->err = st;
+    qp->tx_dead = true;
+    qp_fatal(qp, false, NULL, err);
+    if (qp->c)
+        emu_conn_fail(qp->c, err);
+}
+
+static uint32_t next_read_tag(struct emu_qp *qp)
+{
+    /* Only we interpret it (Read Responses carry it back); never 0. */
+    qp->read_seq++;
+    return ((qp->read_seq & 0xFFFFFFu) << 8) | 0xA5u;
+}
+
+/* Start the WR at sq_tx. false: the send queue cannot make progress now. */
+static bool start_sq(struct emu_qp *qp)
+{
+    while (qp->sq_tx != qp->sq_tail) {
+        uint32_t idx = qp->sq_tx;
+        struct sq_wqe *w = sq_at(qp, idx);
+        if ((w->flags & EMU_WR_FENCE) && qp->reads_out > 0)
+            return false;
+        struct txcur *c = &qp->cur;
+        memset(&c->tmpl, 0, sizeof c->tmpl);
+        c->idx = idx;
+        c->part = 0;
+        c->sge = w->sge;
+        c->nsge = w->nsge;
+        c->base_to = 0;
+        switch (w->op) {
+        case EMU_WR_BIND: {
+            uint32_t stag = 0;
+            enum emu_mem_status ms;
+            if (w->bind.mr == NULL && w->bind.length == 0) {
+                ms = emu_mem_mw_unbind(w->mw);
+            } else {
+                struct emu_mw_bind_attr ba = w->bind;
+                ba.conn_id = qp->conn_id;
+                ms = emu_mem_mw_bind(w->mw, &ba, &stag);
+            }
+            qp->sq_tx++;
+            w->sink_stag = stag;
+            qp_sq_report(qp, idx, ms == EMU_MEM_OK ? EMU_WC_SUCCESS : EMU_WC_BIND_FAILED, 0);
+            continue;
+        }
+        case EMU_WR_SEND:
+            if (w->len > qp->a.max_message_size || w->len > UINT32_MAX) {
+                local_fail(qp, w, EMU_WC_LOC_LEN, EMSGSIZE);
+                return false;
+            }
+            if (w->flags & EMU_WR_INVALIDATE)
+                c->tmpl.opcode = (w->flags & EMU_WR_SOLICITED) ? EMU_OP_SEND_SE_INV
+                                                               : EMU_OP_SEND_INV;
+            else
+                c->tmpl.opcode = (w->flags & EMU_WR_SOLICITED) ? EMU_OP_SEND_SE : EMU_OP_SEND;
+            c->tmpl.inv_stag = w->inv_stag;
+            w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_SEND]++;
+            emu_ddp_seg_init(&c->seg, w->len,
+                             qp->mulpdu, false);
+            break;
+        case EMU_WR_WRITE:
+        case EMU_WR_WRITE_IMM:
+            if (w->len > qp->a.max_rdma_size) {
+                local_fail(qp, w, EMU_WC_LOC_LEN, EMSGSIZE);
+                return false;
+            }
+            c->tmpl.opcode = EMU_OP_WRITE;
+            c->tmpl.tagged = true;
+            c->tmpl.stag = w->rstag;
+            c->base_to = w->rto;
+            emu_ddp_seg_init(&c->seg, w->len, qp->mulpdu, true);
+            break;
+        case EMU_WR_READ:
+            if (qp->ord == 0) {
+                qp->sq_tx++;
+                qp_sq_report(qp, idx, EMU_WC_LOC_PROT, 0);
+                continue;
+            }
+            if (w->len > qp->a.max_rdma_size || w->len > UINT32_MAX) {
+                local_fail(qp, w, EMU_WC_LOC_LEN, EMSGSIZE);
+                return false;
+            }
+            if (qp->reads_out >= qp->ord)
+                return false; /* ORD exhausted: the queue stalls in order */
+            c->tmpl.opcode = EMU_OP_READ_REQ;
+            w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_READ_REQ]++;
+            w->sink_stag = next_read_tag(qp);
+            c->tmpl.u.rreq.sink_stag = w->sink_stag;
+            c->tmpl.u.rreq.sink_to = 0;
+            c->tmpl.u.rreq.size = (uint32_t)w->len;
+            c->tmpl.u.rreq.src_stag = w->rstag;
+            c->tmpl.u.rreq.src_to = w->rto;
+            c->nsge = 0;
+            emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
+            qp->reads_out++;
+            qp->rd_fifo[qp->rd_tail++ % qp->sq_cap] = idx;
+            break;
+        case EMU_WR_FETCH_ADD:
+        case EMU_WR_CMP_SWAP:
+            if (qp->ord == 0) {
+                qp->sq_tx++;
+                qp_sq_report(qp, idx, EMU_WC_LOC_PROT, 0);
+                continue;
+            }
+            if (qp->reads_out >= qp->ord)
+                return false; /* atomics share ORD with Reads */
+            c->tmpl.opcode = EMU_OP_ATOMIC_REQ;
+            w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_READ_REQ]++;
+            c->tmpl.u.areq.req_id = w->msn;
+            c->tmpl.u.areq.stag = w->rstag;
+            c->tmpl.u.areq.to = w->rto;
+            if (w->op == EMU_WR_FETCH_ADD) {
+                c->tmpl.u.areq.op = EMU_ATOMIC_FETCH_ADD;
+                c->tmpl.u.areq.add_swap = w->a1;
+            } else {
+                /* IB semantics: full compare and swap masks */
+                c->tmpl.u.areq.op = EMU_ATOMIC_CMP_SWAP;
+                c->tmpl.u.areq.compare = w->a1;
+                c->tmpl.u.areq.add_swap = w->a2;
+                c->tmpl.u.areq.compare_mask = UINT64_MAX;
+                c->tmpl.u.areq.add_swap_mask = UINT64_MAX;
+            }
+            c->nsge = 0;
+            emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
+            qp->reads_out++;
+            qp->rd_fifo[qp->rd_tail++ % qp->sq_cap] = idx;
+            break;
+        default:
+            local_fail(qp, w, EMU_WC_LOC_QP, EOPNOTSUPP);
+            return false;
+        }
+        w->st = WQ_TX;
+        qp->sq_tx++;
+        c->kind = TXK_SQ;
+        return true;
+    }
+    return false;
+}
+
+static bool start_ird(struct emu_qp *qp)
+{
+    if (qp->irq_tx == qp->irq_tail)
+        return false;
+    uint32_t slot = qp->irq_tx % qp->irq_cap;
+    struct ird_ent *e = &qp->irq[slot];
+    struct txcur *c = &qp->cur;
+    memset(&c->tmpl, 0, sizeof c->tmpl);
+    if (e->atomic) {
+        c->tmpl.opcode = EMU_OP_ATOMIC_RESP;
+        c->tmpl.msn = qp->tx_msn[EMU_QN_ATOMIC_RESP]++;
+        c->tmpl.u.aresp.req_id = e->req_id;
+        c->tmpl.u.aresp.orig = e->orig;
+        c->nsge = 0;
+        c->idx = slot;
+        c->part = 0;
+        emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
+        c->kind = TXK_IRD;
+        qp->irq_tx++;
+        return true;
+    }
+    c->tmpl.opcode = EMU_OP_READ_RESP;
+    c->tmpl.tagged = true;
+    c->tmpl.stag = e->sink_stag;
+    c->base_to = e->sink_to;
+    c->one.addr = e->ref.ptr;
+    c->one.len = e->size;
+    c->sge = &c->one;
+    c->nsge = e->size ? 1 : 0;
+    c->idx = slot;
+    c->part = 0;
+    emu_ddp_seg_init(&c->seg, e->size, qp->mulpdu, true);
+    c->kind = TXK_IRD;
+    qp->irq_tx++;
+    return true;
+}
+
+/* Pick the next message at a message boundary: Read Responses and our own
+ * send queue alternate, responses in arrival order. */
+static bool start_next(struct emu_qp *qp)
+{
+    bool ird = qp->irq_tx != qp->irq_tail;
+    if (ird && qp->last_was_resp == false) {
+        qp->last_was_resp = true;
+        return start_ird(qp);
+    }
+    if (start_sq(qp)) {
+        qp->last_was_resp = false;
+        return true;
+    }
+    if (ird && !qp->tx_dead) {
+        qp->last_was_resp = true;
+        return start_ird(qp);
+    }
+    return false;
+}
+
+static void fill_batch(struct emu_qp *qp)
+{
+    struct txcur *c = &qp->cur;
+    while (!qp->tx_dead && batch_room(qp)) {
+        if (c->kind == TXK_NONE && !start_next(qp))
+            break;
+        struct emu_ddp_seg_info si;
+        if (!emu_ddp_seg_next(&c->seg, &si)) {
+            c->kind = TXK_NONE;
+            continue;
+        }
+        struct emu_ddp_hdr h = c->tmpl;
+        emu_ddp_seg_apply(&h, c->base_to, &si);
+        struct iovec pay[EMU_QP_MAX_SGE];
+        uint32_t npay = qp_sge_slice(c->sge, c->nsge, si.off, si.len, pay, EMU_QP_MAX_SGE);
+        /* Write with immediate: the Immediate Data message follows the
+         * Write's last segment and ends the WR. */
+        bool more = si.last && c->kind == TXK_SQ && c->part == 0 &&
+                    sq_at(qp, c->idx)->op == EMU_WR_WRITE_IMM;
+        bool end = si.last && !more;
+        if (!batch_add(qp, &h, pay, npay, si.len, c->kind, c->idx, end)) {
+            if (c->kind == TXK_SQ)
+                local_fail(qp, sq_at(qp, c->idx), EMU_WC_LOC_QP, EPROTO);
+            else
+                qp->tx_dead = true;
+            c->kind = TXK_NONE;
+            break;
+        }
+        if (more) {
+            struct sq_wqe *w = sq_at(qp, c->idx);
+            c->part = 1;
+            memset(&c->tmpl, 0, sizeof c->tmpl);
+            c->tmpl.opcode = (w->flags & EMU_WR_SOLICITED) ? EMU_OP_IMM_SE : EMU_OP_IMM;
+            w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_SEND]++;
+            emu_rdmap_imm_from_u32(c->tmpl.u.imm, w->imm);
+            c->nsge = 0;
+            c->base_to = 0;
+            emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
+        }
+        if (end)
+            c->kind = TXK_NONE;
+    }
+}
+
+static void rec_complete(struct emu_qp *qp, const struct txrec *r)
+{
+    qp->tx_fpdus++;
+    qp->tx_bytes += r->len;
+    if (!r->msg_end)
+        return;
+    switch (r->kind) {
+    case TXK_SQ: {
+        struct sq_wqe *w = sq_at(qp, r->idx);
+        if (w->op == EMU_WR_READ || w->op == EMU_WR_FETCH_ADD || w->op == EMU_WR_CMP_SWAP) {
+            if (w->st == WQ_TX)
+                w->st = WQ_WAIT;
+        } else {
+            qp_sq_report(qp, r->idx, EMU_WC_SUCCESS, (uint32_t)w->len);
+        }
+        break;
+    }
+    case TXK_IRD:
+        emu_mem_put(&qp->irq[r->idx].ref);
+        qp->irq_head++;
+        break;
+    case TXK_CTRL:
+        qp->tx_dead = true;
+        break;
+    default:
+        break;
+    }
+}
+
+static void consume(struct emu_qp *qp, size_t n)
+{
+    struct txbatch *b = &qp->tb;
+    size_t left = n;
+    while (left > 0 && b->iov_pos < b->niov) {
+        struct iovec *v = &b->iov[b->iov_pos];
+        if (left >= v->iov_len) {
+            left -= v->iov_len;
+            b->iov_pos++;
+        } else {
+            v->iov_base = (char *)v->iov_base + left;
+            v->iov_len -= left;
+            left = 0;
+        }
+    }
+    uint64_t done = (uint64_t)b->rec_done + n;
+    while (b->rec_pos < b->nrec && done >= b->rec[b->rec_pos].len) {
+        done -= b->rec[b->rec_pos].len;
+        struct txrec r = b->rec[b->rec_pos];
+        b->rec_pos++;
+        rec_complete(qp, &r);
+    }
+    b->rec_done = (uint32_t)done;
+}
+
+static void build_terminate(struct emu_qp *qp)
+{
+    struct emu_ddp_hdr h;
+    emu_term_hdr(&h, &qp->term_out);
+    qp->term_pending = false;
+    if (!batch_add(qp, &h, NULL, 0, 0, TXK_CTRL, 0, true))
+        qp->tx_dead = true;
+}
+
+void qp_tx_pump(struct emu_qp *qp)
+{
+    struct emu_conn *cn = qp->c;
+    if (!cn || qp->want_tx || qp->tx_hold)
+        return;
+    struct txbatch *b = &qp->tb;
+    for (int round = 0; round < 64; round++) {
+        if (b->rec_pos == b->nrec) {
+            batch_reset(b);
+            if (qp->term_pending)
+                build_terminate(qp);
+            else if (!qp->tx_dead)
+                fill_batch(qp);
+            if (b->nrec == 0)
+                break;
+        }
+        ssize_t n = emu_conn_writev(cn, b->iov + b->iov_pos, (int)(b->niov - b->iov_pos));
+        if (n == -EAGAIN || n == 0) {
+            qp->want_tx = true;
+            emu_conn_want_tx(cn, true);
+            return;
+        }
+        if (n < 0) {
+            qp->tx_dead = true;
+            batch_reset(b);
+            if (n != -ENOTCONN && n != -EPIPE) {
+                qp_fatal(qp, false, NULL, (int)-n);
+                emu_conn_fail(cn, (int)-n);
+            }
+            return;
+        }
+        consume(qp, (size_t)n);
+    }
+    if (b->rec_pos != b->nrec || (!qp->tx_dead && qp->cur.kind != TXK_NONE)) {
+        /* Out of rounds with work left: let the engine continue. */
+        qp->want_tx = true;
+        emu_conn_want_tx(cn, true);
+        return;
+    }
+    if (qp->disc_pending && !qp->disc_done &&
+        (qp->tx_dead || (qp->cur.kind == TXK_NONE && qp->sq_tx == qp->sq_tail &&
+                         qp->irq_head == qp->irq_tail))) {
+        qp->disc_done = true;
+        emu_conn_disconnect(cn, true);
+    }
+}
+
+void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t)
+{
+    if (qp->term_pending || qp->tx_dead)
+        return;
+    struct txbatch *b = &qp->tb;
+    qp->term_out = *t;
+    qp->term_pending = true;
+    qp->tx_hold = false;
+    qp->cur.kind = TXK_NONE;
+    if (b->rec_pos < b->nrec) {
+        if (b->rec_done == 0) {
+            batch_reset(b); /* at an FPDU boundary: drop the rest */
+        } else {
+            /* Finish the FPDU in flight, drop the ones after it. */
+            b->nrec = b->rec_pos + 1;
+            b->niov = b->rec[b->rec_pos].iov_end;
+        }
+    }
+    /* The Terminate goes out now if the socket takes it; the caller breaks
+     * the connection right after (RST), so this is best effort. */
+    bool was = qp->want_tx;
+    qp->want_tx = false;
+    qp_tx_pump(qp);
+    if (qp->term_pending || qp->tb.rec_pos < qp->tb.nrec)
+        qp->want_tx = was || qp->want_tx;
+    qp->tx_dead = true;
+}

@@ -1,0 +1,148 @@
+/* softdat RSP: a service point reserved for one consumer EP and one
+ * request. The EP goes RESERVED at create and PASSIVE_CONNECTION_PENDING
+ * when the request arrives. Choice for the spec's contradiction (spec-part2
+ * §1): the RSP handle stays valid after its request (sp_handle in the CR
+ * event is the RSP, dat_rsp_free must still be called); later requests on
+ * its port are closed without a CR, which the initiator sees as
+ * NON_PEER_REJECTED, as with no listener. A NULL ep_handle (provider-created
+ * EP) is not supported: DAT_INVALID_HANDLE|EP. */
+#include <string.h>
+
+#include "emu/log.h"
+#include "lib/provider/ep.h"
+#include "lib/provider/evd.h"
+#include "lib/provider/ia.h"
+#include "lib/provider/psp.h"
+
+static const struct sd_handle_ops rsp_ops = {
+    .type = DAT_HANDLE_TYPE_RSP,
+    .name = "rsp",
+    .size = sizeof(struct sd_sp),
+    .phase = SD_PHASE_SP,
+    .teardown = sd_sp_teardown,
+    .release = sd_sp_release,
+};
+
+static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EP_HANDLE ep_handle,
+                                DAT_EVD_HANDLE evd_handle, DAT_RSP_HANDLE *rsp_handle)
+{
+    struct sd_ia *ia;
+    DAT_RETURN rc = sd_ia_get(ia_handle, &ia);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    struct sd_evd *evd = NULL;
+    struct sd_ep *ep = NULL;
+    if (rsp_handle == NULL) {
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
+        goto out;
+    }
+    if (qual == 0 || qual > 65535) {
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+        goto out;
+    }
+    if ((rc = sd_ep_get(ep_handle, &ep)) != DAT_SUCCESS)
+        goto out;
+    if (ep->h.ia != ia) {
+        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+        goto out;
+    }
+    if ((rc = sd_evd_get(evd_handle, DAT_INVALID_HANDLE_EVD_CR, &evd)) != DAT_SUCCESS)
+        goto out;
+    if (evd->h.ia != ia || !sd_evd_accepts(evd, DAT_EVD_CR_FLAG)) {
+        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
+        goto out;
+    }
+    struct sd_sp *sp = (struct sd_sp *)sd_handle_alloc(&rsp_ops, ia);
+    if (sp == NULL) {
+        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        goto out;
+    }
+    pthread_mutex_init(&sp->lock, NULL);
+    if (!sd_handle_dep_get(&evd->h)) {
+        sd_handle_discard(&sp->h);
+        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
+        goto out;
+    }
+    sd_handle_ref(&evd->h);
+    sp->evd = evd;
+    /* Reserve the EP. */
+    pthread_mutex_lock(&ep->cm_lock);
+    pthread_mutex_lock(&ep->lock);
+    DAT_EP_STATE s = ep->state;
+    if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONNECTED)
+        ep->state = DAT_EP_STATE_RESERVED;
+    else if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED)
+        ep->state = DAT_EP_STATE_UNCONFIGURED_RESERVED;
+    else
+        rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));
+    if (rc == DAT_SUCCESS)
+        ep->rsp = &sp->h;
+    pthread_mutex_unlock(&ep->lock);
+    pthread_mutex_unlock(&ep->cm_lock);
+    if (rc != DAT_SUCCESS) {
+        sd_sp_teardown(&sp->h);
+        sd_handle_discard(&sp->h);
+        goto out;
+    }
+    sd_handle_ref(&ep->h);
+    sp->ep = ep;
+    sp->conn_qual = qual;
+    if ((rc = sd_handle_publish(&sp->h)) != DAT_SUCCESS) {
+        sd_sp_teardown(&sp->h); /* also un-reserves the EP */
+        sd_handle_discard(&sp->h);
+        goto out;
+    }
+    if ((rc = sd_sp_listen(sp, qual, false)) != DAT_SUCCESS) {
+        sd_handle_destroy(&sp->h, DAT_INVALID_HANDLE_RSP);
+        goto out;
+    }
+    *rsp_handle = (DAT_RSP_HANDLE)sp;
+out:
+    if (evd != NULL)
+        sd_handle_put(&evd->h);
+    if (ep != NULL)
+        sd_handle_put(&ep->h);
+    sd_handle_put(&ia->h);
+    return rc;
+}
+
+static DAT_RETURN sd_rsp_query(DAT_RSP_HANDLE rsp_handle, DAT_RSP_PARAM_MASK mask, DAT_RSP_PARAM *p)
+{
+    struct sd_handle *h;
+    DAT_RETURN rc = sd_handle_get(rsp_handle, DAT_HANDLE_TYPE_RSP, DAT_INVALID_HANDLE_RSP, &h);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    struct sd_sp *sp = (struct sd_sp *)h;
+    if ((unsigned)mask & ~(unsigned)DAT_RSP_FIELD_ALL) {
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    } else if (p == NULL) {
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    } else {
+        pthread_mutex_lock(&sp->lock);
+        p->ia_handle = sd_ia_consumer_handle(sp->h.ia);
+        p->conn_qual = sp->conn_qual;
+        p->evd_handle = (DAT_EVD_HANDLE)sp->evd;
+        p->ep_handle = (DAT_EP_HANDLE)sp->ep;
+        pthread_mutex_unlock(&sp->lock);
+    }
+    sd_handle_put(h);
+    return rc;
+}
+
+static DAT_RETURN sd_rsp_free(DAT_RSP_HANDLE rsp_handle)
+{
+    struct sd_handle *h;
+    DAT_RETURN rc = sd_handle_get(rsp_handle, DAT_HANDLE_TYPE_RSP, DAT_INVALID_HANDLE_RSP, &h);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    rc = sd_handle_destroy(h, DAT_INVALID_HANDLE_RSP);
+    sd_handle_put(h);
+    return rc;
+}
+
+void sd_rsp_fill_table(DAT_PROVIDER *p)
+{
+    p->rsp_create_func = sd_rsp_create;
+    p->rsp_query_func = sd_rsp_query;
+    p->rsp_free_func = sd_rsp_free;
+}

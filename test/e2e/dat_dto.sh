@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Data transfer end to end: two processes using only the public DAT API
+# (test/helpers/dat_dto_peer.c) over softdat-lo. Scenarios: basic (send/recv
+# sizes and segments, RDMA write + send, RDMA read, suppressed completions,
+# flush on disconnect) and violation (bad rmr_context: REMOTE_ACCESS +
+# BROKEN). Exit 0 pass, 77 skip, else fail.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+BUILD=${BUILD:-$(cd "$here/../.." && pwd)/build}
+peer=$BUILD/test/helpers/dat_dto_peer
+conf=$BUILD/dat.conf
+for f in "$peer" "$conf"; do
+    [ -e "$f" ] || { echo "not ok - $f missing (run make first)"; exit 1; }
+done
+command -v timeout >/dev/null || { echo "skip - no timeout(1)"; exit 77; }
+
+tmp=$(mktemp -d)
+srv_pid=
+cleanup() {
+    [ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail=0
+run() { # scenario
+    local sc=$1 port=$((20000 + RANDOM % 20000))
+    DAT_OVERRIDE=$conf timeout 30 "$peer" server softdat-lo "$port" "$sc" >"$tmp/srv.$sc" 2>&1 &
+    srv_pid=$!
+    local i=0
+    while ! grep -q listening "$tmp/srv.$sc" 2>/dev/null; do
+        i=$((i + 1))
+        if [ $i -gt 100 ] || ! kill -0 "$srv_pid" 2>/dev/null; then
+            echo "not ok - $sc: server did not start"; cat "$tmp/srv.$sc"; fail=1
+            wait "$srv_pid" 2>/dev/null; srv_pid=; return
+        fi
+        sleep 0.05
+    done
+    DAT_OVERRIDE=$conf timeout 30 "$peer" client softdat-lo 127.0.0.1 "$port" "$sc" >"$tmp/cli.$sc" 2>&1
+    local crc=$?
+    wait "$srv_pid"
+    local src=$?
+    srv_pid=
+    if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
+        echo "ok - dto $sc"
+    else
+        echo "not ok - dto $sc (client $crc, server $src)"
+        sed 's/^/  client: /' "$tmp/cli.$sc"
+        sed 's/^/  server: /' "$tmp/srv.$sc"
+        fail=1
+    fi
+}
+run basic
+run violation
+exit $fail

@@ -1,0 +1,451 @@
+/* dat_dto_peer: one side of the data-transfer end-to-end test, using only
+ * the public DAT API (registry + dat.conf, DAT_OVERRIDE).
+ *
+ *   dat_dto_peer server IA PORT SCENARIO
+ *   dat_dto_peer client IA HOST PORT SCENARIO
+ *
+ * SCENARIO basic: triplet exchange; Sends of 0 B, 1 B, 64 KiB and a
+ *   3-segment message into a 2-segment receive; RDMA Write then Send
+ *   (bytes checked at the target, canaries around them untouched); RDMA
+ *   Read (bytes checked); 20 RDMA Writes of which every 5th is signalled
+ *   (exactly 4 completions, right cookies) and a queue that only has room
+ *   because suppressed slots are released; then the client disconnects and
+ *   both sides check that their unmatched receives complete FLUSHED in post
+ *   order.
+ * SCENARIO violation: the client RDMA-Reads with a corrupted rmr_context
+ *   (SUPPRESSed: errors are reported anyway): the Read completes
+ *   DAT_DTO_ERR_REMOTE_ACCESS, the connection event is BROKEN, a post
+ *   after the break completes FLUSHED, leftover receives flush in post
+ *   order.
+ * Prints "FAIL ..." lines and exits 1 on any failed check, 0 otherwise. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dat2/udat.h>
+
+static int failures;
+static const char *side = "?";
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            failures++;                                                                            \
+            printf("FAIL %s %s:%d: ", side, __FILE__, __LINE__);                                   \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            fflush(stdout);                                                                        \
+        }                                                                                          \
+    } while (0)
+#define MUST(call)                                                                                 \
+    do {                                                                                           \
+        DAT_RETURN r_ = (call);                                                                    \
+        if (r_ != DAT_SUCCESS) {                                                                   \
+            printf("FAIL %s %s:%d: %s = 0x%08x\n", side, __FILE__, __LINE__, #call, (unsigned)r_); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+#define TMO (10u * 1000000u)
+#define SLOT (65536 + 64)
+#define NRECV 12
+#define TGT 65536
+#define W_OFF 1024
+#define W_LEN 4096
+#define R_OFF 32768
+#define R_LEN 8192
+#define NWRITES 20
+
+struct peer {
+    DAT_IA_HANDLE ia;
+    DAT_PZ_HANDLE pz;
+    DAT_EVD_HANDLE async, req, rcv, conn, cr;
+    DAT_EP_HANDLE ep;
+    DAT_PSP_HANDLE psp;
+    char *msg, *tgt, *snk;      /* receive slots; RDMA target; local sink / send source */
+    DAT_LMR_HANDLE lmr_msg, lmr_tgt, lmr_snk;
+    DAT_LMR_CONTEXT lc_msg, lc_tgt, lc_snk;
+    DAT_RMR_CONTEXT rc_tgt;
+    DAT_RMR_TRIPLET remote;     /* the peer's target */
+    int next_recv;              /* next receive slot cookie to complete */
+};
+
+static void reg(struct peer *p, char *buf, DAT_VLEN len, DAT_LMR_HANDLE *h, DAT_LMR_CONTEXT *lc,
+                DAT_RMR_CONTEXT *rc)
+{
+    DAT_REGION_DESCRIPTION rd;
+    rd.for_va = buf;
+    DAT_VLEN sz;
+    DAT_VADDR va;
+    MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, h, lc,
+                        rc, &sz, &va));
+}
+
+static DAT_LMR_TRIPLET tri(DAT_LMR_CONTEXT lc, const void *a, DAT_SEG_LENGTH len)
+{
+    DAT_LMR_TRIPLET t;
+    t.lmr_context = lc;
+    t.virtual_address = (DAT_VADDR)(uintptr_t)a;
+    t.segment_length = len;
+    return t;
+}
+
+static DAT_DTO_COOKIE ck(uint64_t v)
+{
+    DAT_DTO_COOKIE c;
+    c.as_64 = v;
+    return c;
+}
+
+static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, const char *what)
+{
+    DAT_EVENT ev;
+    DAT_COUNT n;
+    DAT_RETURN rc = dat_evd_wait(evd, TMO, 1, &ev, &n);
+    if (rc != DAT_SUCCESS) {
+        printf("FAIL %s: waiting for %s: 0x%08x\n", side, what, (unsigned)rc);
+        exit(1);
+    }
+    return ev;
+}
+
+static DAT_DTO_COMPLETION_EVENT_DATA wait_dto(DAT_EVD_HANDLE evd, const char *what)
+{
+    DAT_EVENT ev = wait_ev(evd, what);
+    CHECK(ev.event_number == DAT_DTO_COMPLETION_EVENT, "%s: event 0x%x", what, ev.event_number);
+    return ev.event_data.dto_completion_event_data;
+}
+
+static void setup(struct peer *p, char *ia_name)
+{
+    memset(p, 0, sizeof *p);
+    p->async = DAT_HANDLE_NULL;
+    MUST(dat_ia_open(ia_name, 16, &p->async, &p->ia));
+    MUST(dat_pz_create(p->ia, &p->pz));
+    MUST(dat_evd_create(p->ia, 256, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, &p->req));
+    MUST(dat_evd_create(p->ia, 256, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
+    MUST(dat_evd_create(p->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
+    MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
+    p->msg = aligned_alloc(4096, (size_t)SLOT * NRECV);
+    p->tgt = aligned_alloc(4096, TGT);
+    p->snk = aligned_alloc(4096, TGT);
+    memset(p->msg, 0, (size_t)SLOT * NRECV);
+    memset(p->tgt, 0xCC, TGT);
+    for (int i = 0; i < R_LEN; i++)
+        p->tgt[R_OFF + i] = (char)(i * 7 + 3);
+    memset(p->snk, 0, TGT);
+    DAT_RMR_CONTEXT unused;
+    reg(p, p->msg, (DAT_VLEN)SLOT * NRECV, &p->lmr_msg, &p->lc_msg, &unused);
+    reg(p, p->tgt, TGT, &p->lmr_tgt, &p->lc_tgt, &p->rc_tgt);
+    reg(p, p->snk, TGT, &p->lmr_snk, &p->lc_snk, &unused);
+    DAT_EP_ATTR a;
+    memset(&a, 0, sizeof a);
+    a.service_type = DAT_SERVICE_TYPE_RC;
+    a.max_message_size = 1 << 20;
+    a.max_rdma_size = 1 << 20;
+    a.qos = DAT_QOS_BEST_EFFORT;
+    a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+    a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+    a.max_recv_dtos = NRECV;
+    a.max_request_dtos = 8; /* small: the suppressed-write burst needs slot release */
+    a.max_recv_iov = 4;
+    a.max_request_iov = 4;
+    a.max_rdma_read_in = 4;
+    a.max_rdma_read_out = 4;
+    a.max_rdma_read_iov = 4;
+    a.max_rdma_write_iov = 4;
+    MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
+    /* Every receive up front: slot i, cookie i. Slot 1 gets two segments. */
+    for (int i = 0; i < NRECV; i++) {
+        char *s = p->msg + (size_t)i * SLOT;
+        if (i == 4) {
+            DAT_LMR_TRIPLET v[2] = {tri(p->lc_msg, s, 500), tri(p->lc_msg, s + 500, SLOT - 500)};
+            MUST(dat_ep_post_recv(p->ep, 2, v, ck((uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+        } else {
+            DAT_LMR_TRIPLET t = tri(p->lc_msg, s, SLOT);
+            MUST(dat_ep_post_recv(p->ep, 1, &t, ck((uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+        }
+    }
+}
+
+/* The next receive: in post order, success, the given length. */
+static char *expect_recv(struct peer *p, DAT_COUNT len, const char *what)
+{
+    DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->rcv, what);
+    CHECK(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
+    CHECK(d.user_cookie.as_64 == (uint64_t)p->next_recv, "%s: cookie %llu, want %d", what,
+          (unsigned long long)d.user_cookie.as_64, p->next_recv);
+    CHECK(d.transfered_length == (DAT_SEG_LENGTH)len, "%s: transfered_length %u, want %d", what,
+          (unsigned)d.transfered_length, len);
+    CHECK(d.operation == DAT_DTO_RECEIVE, "%s: operation %d", what, d.operation);
+    CHECK(d.ep_handle == p->ep, "%s: ep_handle", what);
+    return p->msg + (size_t)p->next_recv++ * SLOT;
+}
+
+static void send_msg(struct peer *p, const void *data, DAT_SEG_LENGTH len, uint64_t cookie, const char *what)
+{
+    memcpy(p->snk, data, len);
+    DAT_LMR_TRIPLET t = tri(p->lc_snk, p->snk, len);
+    MUST(dat_ep_post_send(p->ep, 1, &t, ck(cookie), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, what);
+    CHECK(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
+    CHECK(d.user_cookie.as_64 == cookie, "%s: cookie", what);
+    CHECK(d.transfered_length == len, "%s: transfered_length %u want %u", what, (unsigned)d.transfered_length,
+          (unsigned)len);
+    CHECK(d.operation == DAT_DTO_SEND, "%s: op %d", what, d.operation);
+}
+
+/* Both sides: send our target's triplet, receive the peer's. */
+static void exchange(struct peer *p)
+{
+    DAT_RMR_TRIPLET mine = {.virtual_address = (DAT_VADDR)(uintptr_t)p->tgt, .segment_length = TGT,
+                            .rmr_context = p->rc_tgt};
+    send_msg(p, &mine, sizeof mine, 1000, "triplet send");
+    char *m = expect_recv(p, sizeof mine, "triplet recv");
+    memcpy(&p->remote, m, sizeof p->remote);
+}
+
+static void check_flush(struct peer *p)
+{
+    /* Every receive not consumed completes FLUSHED, in post order. */
+    for (int i = p->next_recv; i < NRECV; i++) {
+        DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->rcv, "flushed recv");
+        CHECK(d.status == DAT_DTO_ERR_FLUSHED, "flush: status %d", d.status);
+        CHECK(d.user_cookie.as_64 == (uint64_t)i, "flush: cookie %llu want %d", (unsigned long long)d.user_cookie.as_64,
+              i);
+    }
+    DAT_EVENT ev;
+    CHECK(DAT_GET_TYPE(dat_evd_dequeue(p->rcv, &ev)) == DAT_QUEUE_EMPTY, "extra recv event");
+}
+
+static void client_basic(struct peer *p)
+{
+    exchange(p);
+    /* Sends: 0 B, 1 B, 64 KiB, 3 segments into the 2-segment receive. */
+    send_msg(p, "", 0, 1, "send 0");
+    send_msg(p, "\x5a", 1, 2, "send 1");
+    char *big = malloc(65536);
+    for (int i = 0; i < 65536; i++)
+        big[i] = (char)(i ^ (i >> 8));
+    send_msg(p, big, 65536, 3, "send 64k");
+    for (int i = 0; i < 600; i++)
+        p->snk[i] = (char)(i + 1);
+    DAT_LMR_TRIPLET v[3] = {tri(p->lc_snk, p->snk, 100), tri(p->lc_snk, p->snk + 100, 200),
+                            tri(p->lc_snk, p->snk + 300, 300)};
+    MUST(dat_ep_post_send(p->ep, 3, v, ck(4), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "send 3seg");
+    CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == 600, "3seg: %d %u", d.status,
+          (unsigned)d.transfered_length);
+    /* RDMA Write, then a Send: the target checks the bytes. */
+    for (int i = 0; i < W_LEN; i++)
+        p->snk[1024 + i] = (char)(i * 13 + 1);
+    DAT_LMR_TRIPLET w = tri(p->lc_snk, p->snk + 1024, W_LEN);
+    DAT_RMR_TRIPLET r = p->remote;
+    r.virtual_address += W_OFF;
+    r.segment_length = W_LEN;
+    MUST(dat_ep_post_rdma_write(p->ep, 1, &w, ck(5), &r, DAT_COMPLETION_DEFAULT_FLAG));
+    d = wait_dto(p->req, "rdma write");
+    CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == W_LEN && d.operation == DAT_DTO_RDMA_WRITE &&
+              d.user_cookie.as_64 == 5,
+          "write: %d %u %d", d.status, (unsigned)d.transfered_length, d.operation);
+    send_msg(p, "W", 1, 6, "send after write");
+    /* RDMA Read of the peer's pattern. */
+    memset(p->snk + 16384, 0, R_LEN);
+    DAT_LMR_TRIPLET rs = tri(p->lc_snk, p->snk + 16384, R_LEN);
+    DAT_RMR_TRIPLET rr = p->remote;
+    rr.virtual_address += R_OFF;
+    rr.segment_length = R_LEN;
+    MUST(dat_ep_post_rdma_read(p->ep, 1, &rs, ck(7), &rr, DAT_COMPLETION_DEFAULT_FLAG));
+    d = wait_dto(p->req, "rdma read");
+    CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == R_LEN && d.operation == DAT_DTO_RDMA_READ &&
+              d.user_cookie.as_64 == 7,
+          "read: %d %u %d", d.status, (unsigned)d.transfered_length, d.operation);
+    int bad = 0;
+    for (int i = 0; i < R_LEN; i++)
+        bad += p->snk[16384 + i] != (char)(i * 7 + 3);
+    CHECK(bad == 0, "rdma read: %d bytes differ", bad);
+    /* 20 Writes, every 5th signalled, with only 8 request slots: the
+     * suppressed ones are released by the signalled completions. */
+    int got = 0;
+    for (int i = 0; i < NWRITES; i++) {
+        DAT_LMR_TRIPLET one = tri(p->lc_snk, p->snk + 1024, 64);
+        DAT_RMR_TRIPLET rw = p->remote;
+        rw.virtual_address += W_OFF;
+        rw.segment_length = 64;
+        bool sig = i % 5 == 4;
+        DAT_RETURN rc;
+        int tries = 0;
+        while ((rc = dat_ep_post_rdma_write(p->ep, 1, &one, ck(100 + (uint64_t)i), &rw,
+                                            sig ? DAT_COMPLETION_DEFAULT_FLAG : DAT_COMPLETION_SUPPRESS_FLAG)) !=
+                   DAT_SUCCESS &&
+               DAT_GET_TYPE(rc) == DAT_INSUFFICIENT_RESOURCES && tries++ < 1) {
+            /* Queue full: reaping the signalled completion frees it. */
+            d = wait_dto(p->req, "signalled write");
+            CHECK(d.user_cookie.as_64 == 100 + (uint64_t)(got * 5 + 4), "burst cookie %llu",
+                  (unsigned long long)d.user_cookie.as_64);
+            got++;
+        }
+        CHECK(rc == DAT_SUCCESS, "burst post %d: 0x%x", i, (unsigned)rc);
+    }
+    while (got < NWRITES / 5) {
+        d = wait_dto(p->req, "signalled write");
+        CHECK(d.status == DAT_DTO_SUCCESS, "burst status %d", d.status);
+        CHECK(d.user_cookie.as_64 == 100 + (uint64_t)(got * 5 + 4), "burst cookie %llu want %d",
+              (unsigned long long)d.user_cookie.as_64, 100 + got * 5 + 4);
+        got++;
+    }
+    DAT_EVENT ev;
+    CHECK(DAT_GET_TYPE(dat_evd_dequeue(p->req, &ev)) == DAT_QUEUE_EMPTY, "suppressed writes produced events");
+    /* Tell the server we are done; it checks and answers. */
+    send_msg(p, "D", 1, 8, "send done");
+    char *ans = expect_recv(p, 2, "server verdict");
+    CHECK(memcmp(ans, "OK", 2) == 0, "server verdict %.2s", ans);
+    free(big);
+    MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_ABRUPT_FLAG));
+    ev = wait_ev(p->conn, "disconnected");
+    CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
+    check_flush(p);
+}
+
+static void server_basic(struct peer *p)
+{
+    exchange(p);
+    char *m = expect_recv(p, 0, "recv 0");
+    (void)m;
+    m = expect_recv(p, 1, "recv 1");
+    CHECK(m[0] == 0x5a, "recv 1 byte %02x", (unsigned char)m[0]);
+    m = expect_recv(p, 65536, "recv 64k");
+    int bad = 0;
+    for (int i = 0; i < 65536; i++)
+        bad += m[i] != (char)(i ^ (i >> 8));
+    CHECK(bad == 0, "64k: %d bytes differ", bad);
+    m = expect_recv(p, 600, "recv 3seg");
+    bad = 0;
+    for (int i = 0; i < 600; i++)
+        bad += m[i] != (char)(i + 1);
+    CHECK(bad == 0, "3seg: %d bytes differ", bad);
+    m = expect_recv(p, 1, "recv after write");
+    CHECK(m[0] == 'W', "after write: %c", m[0]);
+    bad = 0;
+    for (int i = 0; i < W_LEN; i++)
+        bad += p->tgt[W_OFF + i] != (char)(i * 13 + 1);
+    CHECK(bad == 0, "rdma write target: %d bytes differ", bad);
+    int canary = 0;
+    for (int i = 0; i < W_OFF; i++)
+        canary += (unsigned char)p->tgt[i] != 0xCC;
+    for (int i = W_OFF + W_LEN; i < R_OFF; i++)
+        canary += (unsigned char)p->tgt[i] != 0xCC;
+    CHECK(canary == 0, "rdma write: %d canary bytes changed", canary);
+    m = expect_recv(p, 1, "recv done");
+    CHECK(m[0] == 'D', "done: %c", m[0]);
+    send_msg(p, failures ? "NO" : "OK", 2, 9, "verdict");
+    DAT_EVENT ev = wait_ev(p->conn, "disconnected");
+    CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED || ev.event_number == DAT_CONNECTION_EVENT_BROKEN,
+          "conn event 0x%x", ev.event_number);
+    check_flush(p);
+}
+
+static void client_violation(struct peer *p)
+{
+    exchange(p);
+    /* A Read is outstanding until its response, so the target's Terminate
+     * for the bad rmr_context is reported on it. (A Write completes once
+     * its bytes are on the socket, before any verdict of the target:
+     * dto_async_return_guaranteed is FALSE; the break still follows.) */
+    DAT_LMR_TRIPLET s = tri(p->lc_snk, p->snk, 256);
+    DAT_RMR_TRIPLET r = p->remote;
+    r.rmr_context ^= 0x5555u;
+    r.segment_length = 256;
+    MUST(dat_ep_post_rdma_read(p->ep, 1, &s, ck(77), &r, DAT_COMPLETION_SUPPRESS_FLAG));
+    DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "bad read");
+    CHECK(d.user_cookie.as_64 == 77, "bad read cookie");
+    CHECK(d.status == DAT_DTO_ERR_REMOTE_ACCESS, "bad read: status %d, want REMOTE_ACCESS", d.status);
+    CHECK(d.operation == DAT_DTO_RDMA_READ, "bad read: op %d", d.operation);
+    DAT_EVENT ev = wait_ev(p->conn, "broken");
+    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x, want BROKEN", ev.event_number);
+    /* Posts after the break are flushed, after everything earlier. */
+    MUST(dat_ep_post_send(p->ep, 0, NULL, ck(78), DAT_COMPLETION_DEFAULT_FLAG));
+    d = wait_dto(p->req, "post after break");
+    CHECK(d.user_cookie.as_64 == 78 && d.status == DAT_DTO_ERR_FLUSHED, "after break: %llu %d",
+          (unsigned long long)d.user_cookie.as_64, d.status);
+    check_flush(p);
+}
+
+static void server_violation(struct peer *p)
+{
+    exchange(p);
+    DAT_EVENT ev = wait_ev(p->conn, "connection end");
+    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN || ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED,
+          "conn event 0x%x", ev.event_number);
+    int canary = 0;
+    for (int i = 0; i < R_OFF; i++)
+        canary += (unsigned char)p->tgt[i] != 0xCC;
+    CHECK(canary == 0, "bad write changed %d target bytes", canary);
+    check_flush(p);
+}
+
+static void teardown(struct peer *p)
+{
+    if (p->psp)
+        MUST(dat_psp_free(p->psp));
+    MUST(dat_ep_free(p->ep));
+    MUST(dat_lmr_free(p->lmr_msg));
+    MUST(dat_lmr_free(p->lmr_tgt));
+    MUST(dat_lmr_free(p->lmr_snk));
+    MUST(dat_evd_free(p->req));
+    MUST(dat_evd_free(p->rcv));
+    MUST(dat_evd_free(p->conn));
+    MUST(dat_evd_free(p->cr));
+    MUST(dat_pz_free(p->pz));
+    MUST(dat_ia_close(p->ia, DAT_CLOSE_GRACEFUL_FLAG));
+    free(p->msg);
+    free(p->tgt);
+    free(p->snk);
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    struct peer p;
+    bool server = argc == 5 && strcmp(argv[1], "server") == 0;
+    bool client = argc == 6 && strcmp(argv[1], "client") == 0;
+    if (!server && !client) {
+        fprintf(stderr, "usage: %s server IA PORT SCENARIO | client IA HOST PORT SCENARIO\n", argv[0]);
+        return 2;
+    }
+    side = argv[1];
+    const char *scenario = argv[argc - 1];
+    DAT_CONN_QUAL port = (DAT_CONN_QUAL)strtoul(argv[argc - 2], NULL, 10);
+    setup(&p, argv[2]);
+    if (server) {
+        MUST(dat_psp_create(p.ia, port, p.cr, DAT_PSP_CONSUMER_FLAG, &p.psp));
+        printf("server: listening\n");
+        DAT_EVENT ev = wait_ev(p.cr, "connection request");
+        CHECK(ev.event_number == DAT_CONNECTION_REQUEST_EVENT, "cr event 0x%x", ev.event_number);
+        MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL));
+    } else {
+        struct sockaddr_in sin = {.sin_family = AF_INET};
+        inet_pton(AF_INET, argv[3], &sin.sin_addr);
+        MUST(dat_ep_connect(p.ep, (DAT_IA_ADDRESS_PTR)&sin, port, TMO, 0, NULL, DAT_QOS_BEST_EFFORT,
+                            DAT_CONNECT_DEFAULT_FLAG));
+    }
+    DAT_EVENT ev = wait_ev(p.conn, "established");
+    if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
+        printf("FAIL %s: connection event 0x%x\n", side, ev.event_number);
+        return 1;
+    }
+    if (strcmp(scenario, "basic") == 0)
+        server ? server_basic(&p) : client_basic(&p);
+    else if (strcmp(scenario, "violation") == 0)
+        server ? server_violation(&p) : client_violation(&p);
+    else {
+        printf("FAIL unknown scenario %s\n", scenario);
+        return 2;
+    }
+    teardown(&p);
+    printf("%s %s: %s (%d failures)\n", side, scenario, failures ? "FAILED" : "passed", failures);
+    return failures ? 1 : 0;
+}
