@@ -181,8 +181,8 @@ int emu_qp_reset(struct emu_qp *qp);
  * the caller decides between queueing semantics and flushing per its state
  * machine), -EOPNOTSUPP (WRITE_IMM / atomics without attr.rfc7306).
  * Atomics need sge[0].len >= 8 (the original value lands there, host
- * order) and an 8-byte aligned remote target. The posting thread writes directly to the socket when the send
- * queue is idle. Sends over max_message_size and RDMA over max_rdma_size
+ * order) and an 8-byte aligned remote target. The posting thread writes
+ * directly to the socket when the send queue is idle. Sends over max_message_size and RDMA over max_rdma_size
  * are accepted and complete EMU_WC_LOC_LEN (the connection breaks), as DAT
  * wants; an RDMA Read with a negotiated ORD of 0 completes EMU_WC_LOC_PROT.
  * Errored WRs (local or blamed by a peer's Terminate) report their status

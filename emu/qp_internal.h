@@ -18,7 +18,8 @@
 #include <stdatomic.h>
 
 #define QP_PF_SIZE (64u * 1024u)        /* receive prefetch buffer */
-#define QP_DIRECT_MIN 2048u             /* payload >= this is readv'd in place */
+#define QP_DIRECT_MIN (16u * 1024u)     /* payload >= this is read in place */
+#define QP_DIRECT_TAIL 256u             /* prefetch bytes read behind it: trailer + next header */
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
 #define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */

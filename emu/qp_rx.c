@@ -2,9 +2,10 @@
  * trailer state machine per connection. Every header is validated (DDP/RDMAP
  * parse, memory table, receive buffer) before a payload byte is placed.
  * Small FPDUs are parsed out of a 64 KiB prefetch buffer (one recv brings
- * many); large payloads are readv'd straight into the receive buffer or the
- * target region, with the prefetch buffer as the last iovec so that the
- * next headers come in with the same syscall.
+ * many); a payload remainder of 16 KiB or more is read straight into the
+ * receive buffer or the target region, with 256 bytes of the prefetch
+ * buffer as the last iovec so that the trailer and the next header come in
+ * with the same syscall.
  *
  * CRC (when negotiated) is computed while placing and compared at the
  * trailer: data read in place is checked after it was placed (as siw does);
@@ -640,8 +641,11 @@ int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
             uint32_t k = 0;
             for (uint32_t i = qp->tgt_i; i < qp->tgt_n; i++)
                 iov[k++] = qp->tgt[i];
+            /* Only a short tail into the prefetch buffer: enough for the
+             * trailer and the next header, so a following large payload
+             * is not copied through the buffer. */
             iov[k].iov_base = qp->pf;
-            iov[k].iov_len = QP_PF_SIZE;
+            iov[k].iov_len = QP_DIRECT_TAIL;
             k++;
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = k};
             n = recvmsg(fd, &mh, MSG_DONTWAIT);
@@ -666,6 +670,10 @@ int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
             if (errno == EINTR)
                 continue;
             int err = errno;
+            /* A reset is the peer's abortive disconnect (DISCONNECTED),
+             * anything else a transport failure worth reporting. */
+            if (err != ECONNRESET && err != EPIPE)
+                qp_fatal(qp, false, NULL, err);
             if (!engine) {
                 qp->rx_dead = true;
                 qp->rx_err = -err;

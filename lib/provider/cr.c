@@ -198,7 +198,10 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
         memcpy(&ep->remote_addr, &cr->remote, sizeof ep->remote_addr);
         ep->remote_port = cr->remote_port;
         ep->remote_set = true;
-        ep->local_set = false;
+        /* Until ESTABLISHED fills in the socket's address: the SP's. */
+        memcpy(&ep->local_addr, &ep->h.ia->addr, sizeof ep->local_addr);
+        ep->local_port = cr->conn_qual;
+        ep->local_set = true;
         ep->initiator = false;
         ep->aborting = false;
         ep->ev_pdata_len = 0;

@@ -261,6 +261,22 @@ static const struct sd_handle_ops ep_ops = {
     .release = ep_release,
 };
 
+/* Tell the EVDs how this EP's completion streams notify (docs/events.md:
+ * an UNSIGNALLED or SOLICITED_WAIT stream changes what counts toward an
+ * EVD's threshold). Called without ep->lock. */
+static void set_evd_config(struct sd_evd *recv, struct sd_evd *req, DAT_COMPLETION_FLAGS rf,
+                           DAT_COMPLETION_FLAGS qf)
+{
+    if (recv != NULL) {
+        if (rf & DAT_COMPLETION_SOLICITED_WAIT_FLAG)
+            sd_evd_set_config(recv, SD_EVQ_CFG_SOLICITED);
+        else if (rf & DAT_COMPLETION_UNSIGNALLED_FLAG)
+            sd_evd_set_config(recv, SD_EVQ_CFG_NOTIFY);
+    }
+    if (req != NULL && (qf & DAT_COMPLETION_UNSIGNALLED_FLAG))
+        sd_evd_set_config(req, SD_EVQ_CFG_NOTIFY);
+}
+
 static int take_dep(struct sd_handle *h)
 {
     if (h == NULL)
@@ -323,6 +339,8 @@ DAT_RETURN sd_ep_create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *r
         sd_ep_dto_fini(ep);
         goto fail;
     }
+    set_evd_config(ep->recv_evd, ep->request_evd, ep->attr.recv_completion_flags,
+                   ep->attr.request_completion_flags);
     *out = ep;
     return DAT_SUCCESS;
 fail:
@@ -575,7 +593,11 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
     if (unconf && sd_ep_configured_locked(ep))
         ep->state = configured_state(st);
     bool rebuild = ep->pz != NULL && (ep->qp == NULL || ep->pz != old_pz || (mask & MODIFY_QP_SIZING));
+    struct sd_evd *cfg_recv = ep->recv_evd, *cfg_req = ep->request_evd;
+    DAT_COMPLETION_FLAGS cfg_rf = ep->attr.recv_completion_flags, cfg_qf = ep->attr.request_completion_flags;
     pthread_mutex_unlock(&ep->lock);
+    /* still referenced: old EVDs are dropped only below, new ones are ours */
+    set_evd_config(cfg_recv, cfg_req, cfg_rf, cfg_qf);
     if (rebuild) {
         /* No connection exists in the states modify is allowed in. */
         if (ep->qp != NULL)
@@ -690,8 +712,36 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
     return rc;
 }
 
+/* Receives held by the EP without a completion generated. A TCP stream
+ * delivers messages in order, so the allocation span equals the count
+ * (spec-part2 §3.12). SRQ EPs: not tracked per EP (DAT_VALUE_UNKNOWN). */
+static DAT_RETURN sd_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs, DAT_COUNT *span)
+{
+    struct sd_ep *ep;
+    DAT_RETURN rc = sd_ep_get(ep_handle, &ep);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    DAT_COUNT n = 0;
+    pthread_mutex_lock(&ep->cm_lock); /* the QP is not rebuilt meanwhile */
+    if (ep->srq != NULL) {
+        n = DAT_VALUE_UNKNOWN;
+    } else if (ep->qp != NULL && emu_qp_get_stats) {
+        struct emu_qp_stats st;
+        emu_qp_get_stats(ep->qp, &st);
+        n = (DAT_COUNT)st.recv_posted;
+    }
+    pthread_mutex_unlock(&ep->cm_lock);
+    if (nbufs != NULL)
+        *nbufs = n;
+    if (span != NULL)
+        *span = n;
+    sd_handle_put(&ep->h);
+    return DAT_SUCCESS;
+}
+
 void sd_ep_fill_table(DAT_PROVIDER *p)
 {
+    p->ep_recv_query_func = sd_ep_recv_query;
     p->ep_create_func = sd_ep_create;
     p->ep_query_func = sd_ep_query;
     p->ep_modify_func = sd_ep_modify;

@@ -31,7 +31,6 @@ static DAT_RETURN ep_create_with_srq(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_EVD
                                      DAT_EP_HANDLE *ep) { return IA(ia); }
 static DAT_RETURN ep_common_connect(DAT_EP_HANDLE ep, DAT_IA_ADDRESS_PTR a, DAT_TIMEOUT t, DAT_COUNT n,
                                     const DAT_PVOID pd) { return EP(ep); }
-static DAT_RETURN ep_recv_query(DAT_EP_HANDLE ep, DAT_COUNT *n, DAT_COUNT *span) { return EP(ep); }
 static DAT_RETURN ep_set_watermark(DAT_EP_HANDLE ep, DAT_COUNT soft, DAT_COUNT hard) { return EP(ep); }
 
 /* ---- RMR */
@@ -57,7 +56,6 @@ void sd_stubs_fill_table(DAT_PROVIDER *p)
 {
     p->ep_create_with_srq_func = ep_create_with_srq;
     p->ep_common_connect_func = ep_common_connect;
-    p->ep_recv_query_func = ep_recv_query;
     p->ep_set_watermark_func = ep_set_watermark;
     p->csp_create_func = csp_create;
     p->csp_query_func = csp_query;

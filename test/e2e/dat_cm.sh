@@ -19,13 +19,14 @@ cleanup() {
 trap cleanup EXIT
 
 fail=0
-# run NAME LIBDIR PORT: LIBDIR empty = our libdat2 (RUNPATH)
+# run NAME LIBDIR: LIBDIR empty = our libdat2 (RUNPATH). The server
+# listens on a port of its choosing (dat_psp_create_any) and prints it.
 run() {
-    local name=$1 libdir=$2 port=$3
-    local envs=(env DAT_OVERRIDE="$conf")
-    if [ -n "$libdir" ]; then envs+=(LD_LIBRARY_PATH="$libdir"); else envs+=(-u LD_LIBRARY_PATH); fi
+    local name=$1 libdir=$2 ianame=${3:-softdat-lo} host=${4:-127.0.0.1}
+    local envs=(env -u LD_LIBRARY_PATH DAT_OVERRIDE="$conf")
+    [ -n "$libdir" ] && envs+=(LD_LIBRARY_PATH="$libdir")
     : > "$tmp/server.log"
-    "${envs[@]}" timeout 60 "$peer" -s -P softdat-lo -p "$port" -n 4 > "$tmp/server.log" 2>&1 &
+    "${envs[@]}" timeout 60 "$peer" -s -P "$ianame" -n 4 > "$tmp/server.log" 2>&1 &
     spid=$!
     local i=0
     while ! grep -q '^ready' "$tmp/server.log" 2>/dev/null; do
@@ -36,7 +37,9 @@ run() {
         fi
         sleep 0.1
     done
-    "${envs[@]}" timeout 60 "$peer" -c -P softdat-lo -h 127.0.0.1 -p "$port" -n 4 > "$tmp/client.log" 2>&1
+    local port
+    port=$(awk '/^ready/ {print $2; exit}' "$tmp/server.log")
+    "${envs[@]}" timeout 60 "$peer" -c -P "$ianame" -h "$host" -p "$port" -n 4 > "$tmp/client.log" 2>&1
     local crc=$?
     wait "$spid"
     local src=$?
@@ -50,10 +53,11 @@ run() {
     fi
 }
 
-run "our libdat2: pdata both ways, disconnect from each side, reset+reuse, reject" "" 47301
+run "our libdat2: pdata both ways, disconnect from each side, reset+reuse, reject" ""
+run "our libdat2, IPv6 (::1)" "" softdat-lo6 ::1
 debian=/usr/lib/x86_64-linux-gnu
 if [ -e "$debian/libdat2.so.2" ]; then
-    run "Debian libdat2: same exchange" "$debian" 47302
+    run "Debian libdat2: same exchange" "$debian"
 else
     echo "ok - Debian libdat2 not installed # SKIP"
 fi

@@ -22,9 +22,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# dtestcm's side channel is a fixed TCP port: other dtest-family runs on
+# this host (e.g. other test scripts) would answer our client instead.
+side_busy() { ss -Htln 2>/dev/null | awk '{print $4}' | grep -q ':15828$'; }
+wait_side_free() {
+    local i=0
+    while side_busy; do
+        i=$((i + 1))
+        [ $i -gt 300 ] && return 1
+        sleep 0.1
+    done
+}
+
 fail=0
+ran=0
 run() { # name libdir count
     local name=$1 libdir=$2 n=$3
+    if ! wait_side_free; then
+        echo "ok - $name # SKIP port 15828 busy (another dtest running)"
+        return
+    fi
+    ran=$((ran + 1))
     DAT_OVERRIDE="$conf" LD_LIBRARY_PATH="$libdir" timeout 120 "$dtestcm" -P softdat-lo -s -c "$n" \
         > "$tmp/s.log" 2>&1 &
     spid=$!
@@ -49,4 +67,5 @@ run "dtestcm -c 1000, our libdat2" "$BUILD/lib" 1000
 if [ -e /usr/lib/x86_64-linux-gnu/libdat2.so.2 ]; then
     run "dtestcm -c 1000, Debian libdat2" /usr/lib/x86_64-linux-gnu 1000
 fi
+[ $fail -eq 0 ] && [ $ran -eq 0 ] && exit 77
 exit $fail

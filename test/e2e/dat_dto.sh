@@ -2,8 +2,10 @@
 # Data transfer end to end: two processes using only the public DAT API
 # (test/helpers/dat_dto_peer.c) over softdat-lo. Scenarios: basic (send/recv
 # sizes and segments, RDMA write + send, RDMA read, suppressed completions,
-# flush on disconnect) and violation (bad rmr_context: REMOTE_ACCESS +
-# BROKEN). Exit 0 pass, 77 skip, else fail.
+# flush on disconnect), violation (bad rmr_context: REMOTE_ACCESS +
+# BROKEN), bind (dat_rmr_bind / unbind on a live connection) and overflow
+# (a lost completion breaks the connection).
+# Exit 0 pass, 77 skip, else fail.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-$(cd "$here/../.." && pwd)/build}
@@ -52,4 +54,6 @@ run() { # scenario
 }
 run basic
 run violation
+run bind
+run overflow
 exit $fail

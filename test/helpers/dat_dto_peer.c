@@ -17,6 +17,13 @@
  *   DAT_DTO_ERR_REMOTE_ACCESS, the connection event is BROKEN, a post
  *   after the break completes FLUSHED, leftover receives flush in post
  *   order.
+ * SCENARIO bind: dat_rmr_bind of a window over part of the server's
+ *   target; the client Writes and Reads through its context; after an
+ *   unbind (length 0) the old context fails REMOTE_ACCESS + BROKEN.
+ * SCENARIO overflow: the client's request EVD holds 2 events and 4
+ *   signalled Sends are left unreaped: the lost completion breaks the
+ *   connection (BROKEN), the async EVD gets DAT_ASYNC_ERROR_EVD_OVERFLOW,
+ *   the 2 queued completions are intact.
  * Prints "FAIL ..." lines and exits 1 on any failed check, 0 otherwise. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -58,6 +65,7 @@ static const char *side = "?";
 #define R_OFF 32768
 #define R_LEN 8192
 #define NWRITES 20
+#define B_OFF 49152 /* burst target: nothing reads it */
 
 struct peer {
     DAT_IA_HANDLE ia;
@@ -119,17 +127,17 @@ static DAT_DTO_COMPLETION_EVENT_DATA wait_dto(DAT_EVD_HANDLE evd, const char *wh
     return ev.event_data.dto_completion_event_data;
 }
 
-static void setup(struct peer *p, char *ia_name)
+static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen)
 {
     memset(p, 0, sizeof *p);
     p->async = DAT_HANDLE_NULL;
     MUST(dat_ia_open(ia_name, 16, &p->async, &p->ia));
     MUST(dat_pz_create(p->ia, &p->pz));
-    MUST(dat_evd_create(p->ia, 256, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, &p->req));
+    MUST(dat_evd_create(p->ia, req_qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, &p->req));
     MUST(dat_evd_create(p->ia, 256, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
     MUST(dat_evd_create(p->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
     MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
-    p->msg = aligned_alloc(4096, (size_t)SLOT * NRECV);
+    p->msg = aligned_alloc(4096, ((size_t)SLOT * NRECV + 4095) & ~(size_t)4095);
     p->tgt = aligned_alloc(4096, TGT);
     p->snk = aligned_alloc(4096, TGT);
     memset(p->msg, 0, (size_t)SLOT * NRECV);
@@ -273,7 +281,7 @@ static void client_basic(struct peer *p)
     for (int i = 0; i < NWRITES; i++) {
         DAT_LMR_TRIPLET one = tri(p->lc_snk, p->snk + 1024, 64);
         DAT_RMR_TRIPLET rw = p->remote;
-        rw.virtual_address += W_OFF;
+        rw.virtual_address += B_OFF;
         rw.segment_length = 64;
         bool sig = i % 5 == 4;
         DAT_RETURN rc;
@@ -387,6 +395,124 @@ static void server_violation(struct peer *p)
     check_flush(p);
 }
 
+/* The request EVD holds 2 events; 4 signalled Sends are not reaped: the
+ * third completion has no room, so the connection breaks (L2888) and the
+ * IA's async EVD reports the overflow. */
+static void client_overflow(struct peer *p)
+{
+    exchange(p);
+    for (int i = 0; i < 4; i++) {
+        DAT_LMR_TRIPLET t = tri(p->lc_snk, p->snk, 1);
+        MUST(dat_ep_post_send(p->ep, 1, &t, ck(200 + (uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+    }
+    DAT_EVENT ev = wait_ev(p->conn, "broken after overflow");
+    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x, want BROKEN", ev.event_number);
+    for (int i = 0; i < 2; i++) {
+        DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "kept completion");
+        CHECK(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == 200 + (uint64_t)i, "kept %d: %d %llu", i,
+              d.status, (unsigned long long)d.user_cookie.as_64);
+    }
+    ev = wait_ev(p->async, "overflow async event");
+    CHECK(ev.event_number == DAT_ASYNC_ERROR_EVD_OVERFLOW, "async event 0x%x", ev.event_number);
+    check_flush(p);
+}
+
+static void server_overflow(struct peer *p)
+{
+    exchange(p);
+    DAT_EVENT ev = wait_ev(p->conn, "connection end");
+    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN || ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED,
+          "conn event 0x%x", ev.event_number);
+    /* Some of the 1-byte Sends may have landed before the break. */
+    DAT_DTO_COMPLETION_EVENT_DATA d;
+    int i = p->next_recv;
+    for (; i < NRECV; i++) {
+        d = wait_dto(p->rcv, "recv");
+        CHECK(d.user_cookie.as_64 == (uint64_t)i, "cookie %llu want %d", (unsigned long long)d.user_cookie.as_64, i);
+        if (d.status != DAT_DTO_SUCCESS)
+            break;
+        CHECK(d.transfered_length == 1, "len %u", (unsigned)d.transfered_length);
+    }
+    CHECK(i < NRECV && d.status == DAT_DTO_ERR_FLUSHED, "no flushed receive");
+    p->next_recv = i + 1;
+    check_flush(p);
+}
+
+/* dat_rmr_bind on a live connection: the server binds a window over part
+ * of its target (REMOTE_READ|WRITE), hands the context over; the client
+ * writes and reads through it; the server checks, unbinds, says so; the
+ * client's next Read with the old context fails REMOTE_ACCESS + BROKEN. */
+static void server_bind(struct peer *p)
+{
+    exchange(p);
+    DAT_RMR_HANDLE rmr;
+    MUST(dat_rmr_create(p->pz, &rmr));
+    DAT_LMR_TRIPLET range = tri(p->lc_tgt, p->tgt + W_OFF, W_LEN);
+    DAT_RMR_CONTEXT ctx = 0;
+    DAT_RMR_COOKIE c = ck(0xB1);
+    MUST(dat_rmr_bind(rmr, p->lmr_tgt, &range, DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
+                      DAT_VA_TYPE_VA, p->ep, c, DAT_COMPLETION_DEFAULT_FLAG, &ctx));
+    CHECK(ctx != 0 && ctx != p->rc_tgt, "bind context 0x%x", ctx);
+    DAT_EVENT ev = wait_ev(p->req, "bind completion");
+    CHECK(ev.event_number == DAT_RMR_BIND_COMPLETION_EVENT, "bind event 0x%x", ev.event_number);
+    CHECK(ev.event_data.rmr_completion_event_data.status == DAT_RMR_BIND_SUCCESS, "bind status %d",
+          ev.event_data.rmr_completion_event_data.status);
+    CHECK(ev.event_data.rmr_completion_event_data.rmr_handle == rmr, "bind rmr handle");
+    CHECK(ev.event_data.rmr_completion_event_data.user_cookie.as_64 == 0xB1, "bind cookie");
+    DAT_RMR_PARAM rp;
+    MUST(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &rp));
+    CHECK(rp.rmr_context == ctx, "query context 0x%x, bind said 0x%x", rp.rmr_context, ctx);
+    DAT_RMR_TRIPLET w = {.virtual_address = (DAT_VADDR)(uintptr_t)(p->tgt + W_OFF), .segment_length = W_LEN,
+                         .rmr_context = ctx};
+    send_msg(p, &w, sizeof w, 10, "rmr triplet");
+    char *m = expect_recv(p, 1, "written via rmr");
+    CHECK(m[0] == 'W', "msg %c", m[0]);
+    int bad = 0;
+    for (int i = 0; i < W_LEN; i++)
+        bad += p->tgt[W_OFF + i] != (char)(i * 5 + 2);
+    CHECK(bad == 0, "write via rmr: %d bytes differ", bad);
+    DAT_LMR_TRIPLET none = tri(0, NULL, 0);
+    MUST(dat_rmr_bind(rmr, DAT_HANDLE_NULL, &none, 0, DAT_VA_TYPE_VA, p->ep, ck(0xB2), DAT_COMPLETION_DEFAULT_FLAG,
+                      &ctx));
+    ev = wait_ev(p->req, "unbind completion");
+    CHECK(ev.event_number == DAT_RMR_BIND_COMPLETION_EVENT &&
+              ev.event_data.rmr_completion_event_data.status == DAT_RMR_BIND_SUCCESS,
+          "unbind event 0x%x status %d", ev.event_number, ev.event_data.rmr_completion_event_data.status);
+    send_msg(p, "U", 1, 11, "unbound");
+    ev = wait_ev(p->conn, "connection end");
+    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN || ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED,
+          "conn event 0x%x", ev.event_number);
+    check_flush(p);
+    MUST(dat_rmr_free(rmr));
+}
+
+static void client_bind(struct peer *p)
+{
+    exchange(p);
+    DAT_RMR_TRIPLET w;
+    memcpy(&w, expect_recv(p, sizeof w, "rmr triplet"), sizeof w);
+    for (int i = 0; i < W_LEN; i++)
+        p->snk[i] = (char)(i * 5 + 2);
+    DAT_LMR_TRIPLET src = tri(p->lc_snk, p->snk, W_LEN);
+    MUST(dat_ep_post_rdma_write(p->ep, 1, &src, ck(20), &w, DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "write via rmr");
+    CHECK(d.status == DAT_DTO_SUCCESS, "write via rmr: %d", d.status);
+    DAT_LMR_TRIPLET snk = tri(p->lc_snk, p->snk + 8192, W_LEN);
+    MUST(dat_ep_post_rdma_read(p->ep, 1, &snk, ck(21), &w, DAT_COMPLETION_DEFAULT_FLAG));
+    d = wait_dto(p->req, "read via rmr");
+    CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == W_LEN, "read via rmr: %d", d.status);
+    CHECK(memcmp(p->snk, p->snk + 8192, W_LEN) == 0, "read via rmr: bytes differ");
+    send_msg(p, "W", 1, 22, "written");
+    char *m = expect_recv(p, 1, "unbound");
+    CHECK(m[0] == 'U', "msg %c", m[0]);
+    MUST(dat_ep_post_rdma_read(p->ep, 1, &snk, ck(23), &w, DAT_COMPLETION_DEFAULT_FLAG));
+    d = wait_dto(p->req, "read after unbind");
+    CHECK(d.status == DAT_DTO_ERR_REMOTE_ACCESS, "read after unbind: status %d", d.status);
+    DAT_EVENT ev = wait_ev(p->conn, "broken");
+    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x", ev.event_number);
+    check_flush(p);
+}
+
 static void teardown(struct peer *p)
 {
     if (p->psp)
@@ -419,7 +545,7 @@ int main(int argc, char **argv)
     side = argv[1];
     const char *scenario = argv[argc - 1];
     DAT_CONN_QUAL port = (DAT_CONN_QUAL)strtoul(argv[argc - 2], NULL, 10);
-    setup(&p, argv[2]);
+    setup(&p, argv[2], strcmp(scenario, "overflow") == 0 && client ? 2 : 256);
     if (server) {
         MUST(dat_psp_create(p.ia, port, p.cr, DAT_PSP_CONSUMER_FLAG, &p.psp));
         printf("server: listening\n");
@@ -441,6 +567,10 @@ int main(int argc, char **argv)
         server ? server_basic(&p) : client_basic(&p);
     else if (strcmp(scenario, "violation") == 0)
         server ? server_violation(&p) : client_violation(&p);
+    else if (strcmp(scenario, "bind") == 0)
+        server ? server_bind(&p) : client_bind(&p);
+    else if (strcmp(scenario, "overflow") == 0)
+        server ? server_overflow(&p) : client_overflow(&p);
     else {
         printf("FAIL unknown scenario %s\n", scenario);
         return 2;

@@ -45,6 +45,7 @@
 #define CTRL_SLOTS 16
 #define QUEUE_HEADROOM 8        /* see sess_setup */
 #define CTRL_RESERVE 4          /* receives never spent on data: room for control */
+#define READ_FILL 'R'            /* server's RDMA area during Read tests */
 #define CTRL_MAGIC 0x53504331u  /* "SPC1" */
 #define PDATA_MAGIC 0x53505031u /* "SPP1" */
 #define PDATA_VERSION 1
@@ -298,7 +299,12 @@ static int post_req(struct sess *s, enum req_kind k, void *addr, uint32_t len, i
         if (pump(s, "a free request slot") != 0)
             return -1;
     uint64_t seq = s->req_posted;
-    int sig = force_signal || depth <= 1 || ((seq + 1) % (uint64_t)s->sig_every) == 0;
+    /* Among any `depth` consecutive posts at least one must be signalled,
+     * or a full window could never retire. */
+    int every = depth / 4 > 0 ? depth / 4 : 1;
+    if (every > s->sig_every)
+        every = s->sig_every;
+    int sig = force_signal || ((seq + 1) % (uint64_t)every) == 0;
     DAT_COMPLETION_FLAGS fl = sig ? DAT_COMPLETION_DEFAULT_FLAG : DAT_COMPLETION_SUPPRESS_FLAG;
     DAT_LMR_TRIPLET iov = { (DAT_VADDR)(uintptr_t)addr, len, s->lmr_ctx };
     DAT_RMR_TRIPLET rem = { s->peer.virtual_address, len, s->peer.rmr_context };
@@ -556,7 +562,7 @@ static int serve_test(struct sess *s, uint32_t test, uint32_t size)
     uint32_t len;
 
     if (test == T_WRITE_LAT) {
-        for (long i = 0;; i++) {
+        for (long i = 0; i < SERVER_LOOP_MAX; i++) {
             uint8_t want = wl_mark(i, 0);
             int v = spin_byte(s, size, want, 1);
             if (v < 0)
@@ -572,10 +578,13 @@ static int serve_test(struct sess *s, uint32_t test, uint32_t size)
                 return 0;
             }
         }
+        return fail(s, "more than %ld Write ping-pongs", SERVER_LOOP_MAX);
     }
     long count = 0, since_credit = 0;
     long credit_batch = (s->nrecv - CTRL_RESERVE) / 4 > 0 ? (s->nrecv - CTRL_RESERVE) / 4 : 1;
-    for (;;) {
+    for (long step = 0;; step++) {
+        if (step >= SERVER_LOOP_MAX)
+            return fail(s, "more than %ld messages in one test", SERVER_LOOP_MAX);
         if (wait_msg(s, &slot, &len, "the client's next message") != 0)
             return -1;
         const struct ctrl_msg *c = as_ctrl(s, slot, len);
@@ -585,6 +594,9 @@ static int serve_test(struct sess *s, uint32_t test, uint32_t size)
                 return -1;
             if (type != C_END)
                 return fail(s, "protocol error: control message %u during a test", type);
+            if (test == T_WRITE_BW && (s->rdma[0] != 'D' || s->rdma[size - 1] != 'D'))
+                return fail(s, "RDMA Write data not in place at END: bytes 0x%02x..0x%02x, want 'D'",
+                            (unsigned)(uint8_t)s->rdma[0], (unsigned)(uint8_t)s->rdma[size - 1]);
             return send_ctrl(s, C_FIN, test, size, (uint64_t)count, (uint64_t)since_credit, 0);
         }
         if (len != size || s->recvs[(size_t)slot * s->slot] != 'D')
@@ -670,8 +682,9 @@ static int serve_session(const struct perf_opts *o, DAT_IA_HANDLE ia, DAT_PZ_HAN
     if (send_ctrl(s, C_HELLO, 0, 0, 0, 0, 1) != 0)
         goto out;
 
-    /* Bounded: one command per (test, size) plus the BYE. */
-    for (int n = 0; n < T_COUNT * MAX_SIZES * (s->o->reps + 1) + 1 && !perf_stop; n++) {
+    /* Bounded: one command per test, size and repetition (at most 64), plus
+     * the BYE. */
+    for (int n = 0; n < T_COUNT * MAX_SIZES * 65 + 1 && !perf_stop; n++) {
         int slot;
         uint32_t len;
         if (wait_msg(s, &slot, &len, "the client's next command") != 0)
@@ -701,6 +714,8 @@ static int serve_session(const struct perf_opts *o, DAT_IA_HANDLE ia, DAT_PZ_HAN
         s->timeout = s->o->op_timeout + (double)be64toh(m.a) / 1000.0;
         if (test == T_WRITE_LAT)
             s->rdma[size - 1] = 0;
+        if (test == T_READ_LAT || test == T_READ_BW)
+            memset(s->rdma, READ_FILL, size);   /* the client checks what it read */
         long credits = s->nrecv - CTRL_RESERVE;
         if (send_ctrl(s, C_READY, test, size, (uint64_t)credits, 0, 0) != 0 ||
             serve_test(s, test, size) != 0)
@@ -755,6 +770,12 @@ int perf_server_run(const struct perf_opts *o)
             dat_fail(&boot, "dat_psp_create", ret);
         else
             dat_ok = 1;
+    }
+    if (!dat_ok && !boot.notimpl && strstr(boot.err, "dat_psp_create") != NULL) {
+        /* The port is taken (or similar): a real error, not a missing feature. */
+        perf_err("%s (conn_qual %u)", boot.err, o->port);
+        rc = PERF_EXIT_FAIL;
+        goto out;
     }
     if (!dat_ok)
         perf_err("DAT unavailable on %s: %s; serving raw TCP only", o->ia_name, boot.err);
@@ -849,6 +870,19 @@ static int end_test(struct sess *s, int test, uint32_t size, struct ctrl_msg *fi
     return wait_ctrl(s, C_FIN, fin, "the server's FIN");
 }
 
+/* After a Read test the local area holds the server's READ_FILL bytes:
+ * check them, then restore the 'D' that Sends and Writes start with. */
+static int check_read_data(struct sess *s, uint32_t size)
+{
+    uint32_t at[3] = { 0, size / 2, size - 1 };
+    for (int i = 0; i < 3; i++)
+        if (s->local[at[i]] != READ_FILL)
+            return fail(s, "RDMA Read data wrong at offset %u: 0x%02x, want 0x%02x", at[i],
+                        (unsigned)(uint8_t)s->local[at[i]], (unsigned)READ_FILL);
+    memset(s->local, 'D', size);
+    return 0;
+}
+
 static int client_lat(struct sess *s, int test, uint32_t size, struct perf_result *r)
 {
     const struct perf_opts *o = s->o;
@@ -902,6 +936,8 @@ static int client_lat(struct sess *s, int test, uint32_t size, struct perf_resul
             goto fail;
         s->local[size - 1] = 'D';
     }
+    if (test == T_READ_LAT && check_read_data(s, size) != 0)
+        goto fail;
     r->iters = got;
     perf_stats(samples, got, &r->lat_med_us, &r->lat_p99_us);
     r->valid = got > 0;
@@ -962,6 +998,8 @@ static int client_bw(struct sess *s, int test, uint32_t size, struct perf_result
         if (rep + 1 < reps && begin_test(s, test, size, &m) != 0)
             return -1;
     }
+    if (k == R_READ && check_read_data(s, size) != 0)
+        return -1;
     r->iters = total;
     r->gbps = perf_median(gb, reps);
     r->mmsgs = perf_median(mm, reps);

@@ -34,7 +34,10 @@ enum perf_test {
 #define MAX_SIZES 32
 #define MAX_WINDOW 256
 #define MAX_SIZE_LIMIT (64u << 20)  /* largest message the tool accepts */
-#define DEFAULT_PORT 19875u          /* DAT conn_qual; raw TCP listens on port+1 */
+#define DEFAULT_PORT 19875u
+/* Upper bound of any per-message server loop: more than a client can ask
+ * for (-n at most 10^7 per test/repetition, plus warm-up). */
+#define SERVER_LOOP_MAX 20000000L          /* DAT conn_qual; raw TCP listens on port+1 */
 
 enum crc_choice { CRC_UNSET = 0, CRC_ON, CRC_OFF, CRC_AUTO };
 

@@ -240,8 +240,10 @@ int raw_serve_conn(const struct perf_opts *o, int fd, int *last)
     if (send_frame(&c, OP_HELLO, 0, 0) != 0)
         goto out;
 
-    /* Bounded: a client session has at most T_COUNT * MAX_SIZES commands. */
-    for (int cmd = 0; cmd < 4 * T_COUNT * MAX_SIZES + 4 && !perf_stop; cmd++) {
+    /* Bounded: a session has at most one command per pattern, size and
+     * repetition, each loop below at most SERVER_LOOP_MAX steps, and every
+     * read or write is bounded in time by the socket timeouts. */
+    for (int cmd = 0; cmd < RAW_NPAT * MAX_SIZES * 65 + 4 && !perf_stop; cmd++) {
         what = "command";
         if (recv_frame(&c, &f) != 0)
             goto out;
@@ -260,7 +262,11 @@ int raw_serve_conn(const struct perf_opts *o, int fd, int *last)
         switch (f.op) {
         case OP_PINGPONG:
             what = "pingpong";
-            for (;;) {
+            for (long step = 0;; step++) {
+                if (step >= SERVER_LOOP_MAX) {
+                    errno = E2BIG;
+                    goto out;
+                }
                 if (rd(&c, buf, size) != 0 || wr(&c, buf, size) != 0)
                     goto out;
                 if (buf[0] == 'E')
@@ -271,7 +277,11 @@ int raw_serve_conn(const struct perf_opts *o, int fd, int *last)
         case OP_REQRESP:
         case OP_PULL:
             what = f.op == OP_PULL ? "pull" : "reqresp";
-            for (;;) {
+            for (long step = 0;; step++) {
+                if (step >= SERVER_LOOP_MAX) {
+                    errno = E2BIG;
+                    goto out;
+                }
                 if (recv_frame(&c, &f) != 0)
                     goto out;
                 if (f.op == OP_END) {
@@ -290,7 +300,11 @@ int raw_serve_conn(const struct perf_opts *o, int fd, int *last)
         case OP_STREAM: {
             uint64_t total = 0;
             what = "stream";
-            for (;;) {
+            for (long step = 0;; step++) {
+                if (step >= SERVER_LOOP_MAX) {
+                    errno = E2BIG;
+                    goto out;
+                }
                 if (recv_frame(&c, &f) != 0)
                     goto out;
                 if (f.op != OP_BURST || f.a == 0 || f.a > MAX_WINDOW) {

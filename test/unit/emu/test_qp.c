@@ -1065,6 +1065,65 @@ START_TEST(t_bind_window)
 }
 END_TEST
 
+/* dat_ep_reset: after a disconnect both QPs are reset and reused on a new
+ * connection; MSNs start again at 1. Also a Read into a multi-SGE sink. */
+START_TEST(t_reuse_after_reset)
+{
+    pair_up();
+    static uint8_t s[4096], d[4096];
+    fill(s, sizeof s, 3);
+    for (int round = 0; round < 3; round++) {
+        if (round > 0) {
+            ck_assert_int_eq(emu_qp_reset(A.qp), 0);
+            ck_assert_int_eq(emu_qp_reset(B.qp), 0);
+            s_lock(&A);
+            A.established = A.terminal = 0;
+            s_unlock(&A);
+            s_lock(&B);
+            B.established = B.terminal = 0;
+            s_unlock(&B);
+            struct sockaddr_in sin = {.sin_family = AF_INET,
+                                      .sin_port = htons(emu_listener_port(g_lis))};
+            sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            ck_assert_int_eq(emu_conn_connect(A.e, (struct sockaddr *)&sin, sizeof sin, NULL, 0,
+                                              &g_params, NULL, 0, &cops, &A, &A.c),
+                             0);
+            ck_assert(WAIT_FOR(&A, A.established == 1));
+            ck_assert(WAIT_FOR(&B, B.established == 1));
+        }
+        int nr0 = get_nr(&B), ns0 = get_ns(&A);
+        memset(d, 0, sizeof d);
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, 1, 1, &(struct emu_sge){d, sizeof d}), 0);
+        ck_assert_int_eq(post_send(&A, 1, s, 1000 + (uint32_t)round, 0), 0);
+        ck_assert(WAIT_FOR(&B, B.nr == nr0 + 1));
+        ck_assert_int_eq(B.rcq[nr0].status, EMU_WC_SUCCESS);
+        ck_assert_int_eq(memcmp(d, s, 1000 + (size_t)round), 0);
+        /* Read into three SGEs */
+        struct emu_mr *mr;
+        uint32_t st = reg(&B, s, sizeof s, B.pz, EMU_ACC_REMOTE_READ, &mr);
+        static uint8_t r1[100], r2[1], r3[3995];
+        struct emu_sge sg[3] = {{r1, 100}, {r2, 1}, {r3, 3995}};
+        struct emu_wr wr = {.cookie = 2, .op = EMU_WR_READ, .nsge = 3, .sge = sg,
+                            .remote_stag = st, .remote_to = (uintptr_t)s};
+        ck_assert_int_eq(emu_qp_post_send(A.qp, &wr), 0);
+        ck_assert(WAIT_FOR(&A, A.ns == ns0 + 2));
+        ck_assert_int_eq(A.scq[ns0 + 1].status, EMU_WC_SUCCESS);
+        ck_assert_int_eq(memcmp(r1, s, 100), 0);
+        ck_assert_int_eq(r2[0], s[100]);
+        ck_assert_int_eq(memcmp(r3, s + 101, 3995), 0);
+        emu_mem_mr_free(mr, 1000);
+        ck_assert_int_eq(emu_qp_disconnect(A.qp, true), 0);
+        ck_assert(WAIT_FOR(&A, A.terminal == 1));
+        ck_assert(WAIT_FOR(&B, B.terminal == 1));
+        ck_assert_int_eq(emu_qp_reset(A.qp) == 0 && emu_qp_reset(B.qp) == 0, 1);
+        emu_conn_free(A.c);
+        emu_conn_free(B.c);
+        A.c = B.c = NULL;
+    }
+    pair_down();
+}
+END_TEST
+
 /* RFC 5044 client/server mode: the passive side holds its sends until the
  * first FPDU from the initiator arrived. */
 START_TEST(t_no_p2p_recv_first)
@@ -1342,6 +1401,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_srq);
     tcase_add_test(tc, t_bind_window);
     tcase_add_test(tc, t_no_p2p_recv_first);
+    tcase_add_test(tc, t_reuse_after_reset);
     tcase_add_test(tc, t_hostile_crc);
     tcase_add_test(tc, t_hostile_msn);
     tcase_add_test(tc, t_hostile_opcode);

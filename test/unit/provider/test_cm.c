@@ -6,6 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <pthread.h>
+
+#include "lib/provider/ep.h"
 #include "prov_fixture.h"
 
 struct side {
@@ -607,6 +611,81 @@ START_TEST(provider_ep_and_handoff)
 }
 END_TEST
 
+
+/* A connection error (emu_conn_fail, as the data path does on a protocol
+ * error) is BROKEN locally and DISCONNECTED at the peer; exactly one each.
+ * Then both sides close at the same moment, repeatedly: still exactly one
+ * event per side. Then IA close with a live connection. */
+struct racer {
+    DAT_PROVIDER *p;
+    DAT_EP_HANDLE ep;
+    DAT_CLOSE_FLAGS f;
+    pthread_barrier_t *b;
+};
+
+static void *race_disconnect(void *arg)
+{
+    struct racer *r = arg;
+    pthread_barrier_wait(r->b);
+    DAT_RETURN rc = r->p->ep_disconnect_func(r->ep, r->f);
+    return (void *)(intptr_t)(rc != DAT_SUCCESS);
+}
+
+START_TEST(broken_and_racing_disconnects)
+{
+    DAT_PROVIDER *p = fx_provider("t-cm-brk", "lo", DAT_FALSE);
+    struct side s, c;
+    side_open(&s, p);
+    side_open(&c, p);
+    DAT_PSP_HANDLE psp;
+    DAT_CONN_QUAL port;
+    ck_assert_dat_ok(p->psp_create_any_func(s.ia, &port, s.cr, DAT_PSP_CONSUMER_FLAG, &psp));
+    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
+    connect_pair(&c, cep, &s, sep, psp, port, 0);
+    struct sd_ep *e = (struct sd_ep *)cep;
+    pthread_mutex_lock(&e->lock);
+    struct emu_conn *conn = e->conn;
+    pthread_mutex_unlock(&e->lock);
+    ck_assert_int_eq(emu_conn_fail(conn, EPROTO), 0);
+    wait_ev(&c, c.conn, DAT_CONNECTION_EVENT_BROKEN);
+    wait_ev(&s, s.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+    ck_assert_dat_ok(p->ep_disconnect_func(cep, DAT_CLOSE_ABRUPT_FLAG));
+    no_event(&c, c.conn, 50000);
+    no_event(&s, s.conn, 50000);
+    ck_assert_int_eq(ep_state(&c, cep), DAT_EP_STATE_DISCONNECTED);
+
+    pthread_barrier_t b;
+    pthread_barrier_init(&b, NULL, 2);
+    for (int round = 0; round < 20; round++) {
+        ck_assert_dat_ok(p->ep_reset_func(cep));
+        ck_assert_dat_ok(p->ep_reset_func(sep));
+        connect_pair(&c, cep, &s, sep, psp, port, 4);
+        struct racer ra = {p, cep, round % 2 ? DAT_CLOSE_GRACEFUL_FLAG : DAT_CLOSE_ABRUPT_FLAG, &b};
+        struct racer rb = {p, sep, round % 3 ? DAT_CLOSE_GRACEFUL_FLAG : DAT_CLOSE_ABRUPT_FLAG, &b};
+        pthread_t ta, tb;
+        pthread_create(&ta, NULL, race_disconnect, &ra);
+        pthread_create(&tb, NULL, race_disconnect, &rb);
+        void *xa, *xb;
+        pthread_join(ta, &xa);
+        pthread_join(tb, &xb);
+        ck_assert_ptr_null(xa);
+        ck_assert_ptr_null(xb);
+        wait_ev(&c, c.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+        wait_ev(&s, s.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+        no_event(&c, c.conn, 20000);
+        no_event(&s, s.conn, 20000);
+    }
+    pthread_barrier_destroy(&b);
+    ck_assert_dat_ok(p->ep_reset_func(cep));
+    ck_assert_dat_ok(p->ep_reset_func(sep));
+    connect_pair(&c, cep, &s, sep, psp, port, 1);
+    side_close(&s); /* abrupt: PSP, EP and connection go */
+    wait_ev(&c, c.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+    side_close(&c);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cm");
@@ -619,6 +698,7 @@ int main(void)
     tcase_add_test(tc, reject_nolistener_timeout_abort);
     tcase_add_test(tc, rsp_one_shot);
     tcase_add_test(tc, provider_ep_and_handoff);
+    tcase_add_test(tc, broken_and_racing_disconnects);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

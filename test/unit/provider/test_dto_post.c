@@ -431,6 +431,59 @@ START_TEST(rmr_bind_checks)
 }
 END_TEST
 
+/* Slot 80 DTOs: the va_arg order of abi §2.6 and the extended event
+ * layout, seen through flushed completions (Disconnected EP). */
+START_TEST(extension_ops)
+{
+    struct fx f;
+    setup(&f, "t-dto-x", DAT_COMPLETION_EVD_THRESHOLD_FLAG, DAT_COMPLETION_EVD_THRESHOLD_FLAG, 4);
+    force_state(&f, DAT_EP_STATE_DISCONNECTED);
+    sd_ep_dto_flush((struct sd_ep *)f.ep);
+    DAT_LMR_TRIPLET t = tri(f.lc, f.buf, 64), v8 = tri(f.lc, f.buf + 64, 8), v7 = tri(f.lc, f.buf + 64, 7);
+    DAT_RMR_TRIPLET r = {.rmr_context = f.rc, .virtual_address = (DAT_VADDR)(uintptr_t)f.buf, .segment_length = 64};
+    ck_assert_dat_ok(ext(f.p, f.ep, DAT_IB_RDMA_WRITE_IMMED_OP, (DAT_COUNT)1, &t, ck(0x9999), &r,
+                         (DAT_UINT32)0x7777, (DAT_COMPLETION_FLAGS)DAT_COMPLETION_SUPPRESS_FLAG));
+    ck_assert_dat_ok(ext(f.p, f.ep, DAT_IB_FETCH_AND_ADD_OP, (DAT_UINT64)5, &v8, ck(0x1111), &r,
+                         (DAT_COMPLETION_FLAGS)0));
+    ck_assert_dat_ok(ext(f.p, f.ep, DAT_IB_CMP_AND_SWAP_OP, (DAT_UINT64)1, (DAT_UINT64)2, &v8, ck(0x2222), &r,
+                         (DAT_COMPLETION_FLAGS)0));
+    /* Argument errors, by position. */
+    ck_assert_dat_err(ext(f.p, f.ep, DAT_IB_RDMA_WRITE_IMMED_OP, (DAT_COUNT)9, &t, ck(1), &r, (DAT_UINT32)1,
+                          (DAT_COMPLETION_FLAGS)0),
+                      DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    ck_assert_dat_err(ext(f.p, f.ep, DAT_IB_RDMA_WRITE_IMMED_OP, (DAT_COUNT)1, &t, ck(1), &r, (DAT_UINT32)1,
+                          (DAT_COMPLETION_FLAGS)DAT_COMPLETION_UNSIGNALLED_FLAG),
+                      DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
+    ck_assert_dat_err(ext(f.p, f.ep, DAT_IB_FETCH_AND_ADD_OP, (DAT_UINT64)5, &v7, ck(1), &r, (DAT_COMPLETION_FLAGS)0),
+                      DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    ck_assert_dat_err(ext(f.p, f.ep, DAT_IB_CMP_AND_SWAP_OP, (DAT_UINT64)1, (DAT_UINT64)2, &v8, ck(1), NULL,
+                          (DAT_COMPLETION_FLAGS)0),
+                      DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
+    struct {
+        uint64_t cookie;
+        DAT_IB_EXT_TYPE type;
+        int op;
+    } want[] = {{0x9999, DAT_IB_RDMA_WRITE_IMMED, DAT_IB_DTO_RDMA_WRITE_IMMED},
+                {0x1111, DAT_IB_FETCH_AND_ADD, DAT_IB_DTO_FETCH_ADD},
+                {0x2222, DAT_IB_CMP_AND_SWAP, DAT_IB_DTO_CMP_SWAP}};
+    for (unsigned i = 0; i < 3; i++) {
+        DAT_EVENT ev;
+        ck_assert_dat_ok(f.p->evd_dequeue_func(f.req, &ev));
+        ck_assert_uint_eq(ev.event_number, DAT_IB_DTO_EVENT);
+        DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+        ck_assert_uint_eq(d->user_cookie.as_64, want[i].cookie);
+        ck_assert_int_eq(d->status, DAT_DTO_ERR_FLUSHED);
+        ck_assert_int_eq((int)d->operation, want[i].op);
+        ck_assert_ptr_eq(d->ep_handle, f.ep);
+        DAT_IB_EXTENSION_EVENT_DATA *x = (DAT_IB_EXTENSION_EVENT_DATA *)(void *)ev.event_extension_data;
+        ck_assert_int_eq(x->type, want[i].type);
+        ck_assert_int_eq(x->status, DAT_IB_OP_ERR);
+    }
+    assert_empty(&f, f.req);
+    teardown(&f);
+}
+END_TEST
+
 START_TEST(free_drops_streams)
 {
     /* Freeing an EP with posted receives: nothing is posted to the EVDs
@@ -459,6 +512,7 @@ int main(void)
     tcase_add_test(tc, request_argument_checks);
     tcase_add_test(tc, unsignalled_ep);
     tcase_add_test(tc, rmr_bind_checks);
+    tcase_add_test(tc, extension_ops);
     tcase_add_test(tc, free_drops_streams);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
