@@ -414,8 +414,11 @@ static DAT_RETURN post_sq(struct sd_ep *ep, const struct ep_snap *sn, struct emu
 {
     struct sd_dto_ring *r = &ep->dto->sq;
     uint32_t idx = sd_dto_ring_get(r, kind, flags, cookie, len);
-    if (idx == SD_DTO_NONE)
+    if (idx == SD_DTO_NONE) {
+        SD_DBG("dto", "ep %p: request queue full (%u outstanding, %u held by suppressed successes)", (void *)ep,
+               sd_dto_ring_outstanding(r), sd_dto_ring_held(r));
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
+    }
     if (obj != NULL) {
         pthread_mutex_lock(&r->lock);
         r->s[idx].obj = obj;
@@ -439,6 +442,7 @@ static DAT_RETURN post_sq(struct sd_ep *ep, const struct ep_snap *sn, struct emu
         return DAT_SUCCESS;
     }
     sd_dto_ring_cancel(r, idx);
+    SD_DBG("dto", "ep %p: emu_qp_post_send: %s", (void *)ep, strerror(-rc));
     if (rc == -ENOSPC)
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
     if (rc == -EOPNOTSUPP)

@@ -799,7 +799,9 @@ START_TEST(t_flush_sq_order)
     static uint8_t src[1 << 16], dst[1 << 16], s[8];
     struct emu_mr *mr;
     uint32_t stag = reg(&B, src, sizeof src, B.pz, EMU_ACC_REMOTE_READ, &mr);
-    /* B holds its receive lock? No: just abort A right after posting. */
+    static uint8_t rb[8];
+    ck_assert_int_eq(emu_qp_post_recv(B.qp, 1, 1, &(struct emu_sge){rb, 8}), 0);
+    /* abort A right after posting: whatever has not finished flushes */
     for (int i = 0; i < 6; i++)
         ck_assert_int_eq(post_rdma(&A, EMU_WR_READ, (uint64_t)i, dst, sizeof dst, stag,
                                    (uintptr_t)src, 0),

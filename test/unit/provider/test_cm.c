@@ -686,6 +686,70 @@ START_TEST(broken_and_racing_disconnects)
 }
 END_TEST
 
+/* The data path rides the connection: a receive posted before connecting
+ * is kept (recv_query), a send after ESTABLISHED lands in it, and a
+ * receive still posted at disconnect completes FLUSHED. */
+START_TEST(data_path_wiring)
+{
+    DAT_PROVIDER *p = fx_provider("t-cm-dto", "lo", DAT_FALSE);
+    struct side s, c;
+    side_open(&s, p);
+    side_open(&c, p);
+    static char sbuf[256], cbuf[256];
+    DAT_REGION_DESCRIPTION rd;
+    DAT_LMR_HANDLE sl, cl;
+    DAT_LMR_CONTEXT slc, clc;
+    DAT_RMR_CONTEXT rmc;
+    DAT_VLEN sz;
+    DAT_VADDR va;
+    rd.for_va = sbuf;
+    ck_assert_dat_ok(p->lmr_create_func(s.ia, DAT_MEM_TYPE_VIRTUAL, rd, sizeof sbuf, s.pz, DAT_MEM_PRIV_ALL_FLAG,
+                                        DAT_VA_TYPE_VA, &sl, &slc, &rmc, &sz, &va));
+    rd.for_va = cbuf;
+    ck_assert_dat_ok(p->lmr_create_func(c.ia, DAT_MEM_TYPE_VIRTUAL, rd, sizeof cbuf, c.pz, DAT_MEM_PRIV_ALL_FLAG,
+                                        DAT_VA_TYPE_VA, &cl, &clc, &rmc, &sz, &va));
+    DAT_PSP_HANDLE psp;
+    DAT_CONN_QUAL port;
+    ck_assert_dat_ok(p->psp_create_any_func(s.ia, &port, s.cr, DAT_PSP_CONSUMER_FLAG, &psp));
+    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
+    DAT_LMR_TRIPLET si[2] = {{(DAT_VADDR)(uintptr_t)sbuf, 128, slc}, {(DAT_VADDR)(uintptr_t)(sbuf + 128), 128, slc}};
+    ck_assert_dat_ok(p->ep_post_recv_func(sep, 1, &si[0], (DAT_DTO_COOKIE){.as_64 = 1}, DAT_COMPLETION_DEFAULT_FLAG));
+    ck_assert_dat_ok(p->ep_post_recv_func(sep, 1, &si[1], (DAT_DTO_COOKIE){.as_64 = 2}, DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_COUNT nb = -1, span = -1;
+    ck_assert_dat_ok(p->ep_recv_query_func(sep, &nb, &span));
+    ck_assert_int_eq(nb, 2);
+    ck_assert_int_eq(span, 2);
+    ck_assert_dat_ok(p->ep_recv_query_func(sep, NULL, NULL));
+    DAT_BOOLEAN ri;
+    ck_assert_dat_ok(p->ep_get_status_func(sep, NULL, &ri, NULL));
+    ck_assert_int_eq(ri, DAT_FALSE);
+    connect_pair(&c, cep, &s, sep, psp, port, 0);
+    memcpy(cbuf, "hello over iwarp", 17);
+    DAT_LMR_TRIPLET ci = {(DAT_VADDR)(uintptr_t)cbuf, 17, clc};
+    ck_assert_dat_ok(p->ep_post_send_func(cep, 1, &ci, (DAT_DTO_COOKIE){.as_64 = 9}, DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_EVENT ev = wait_ev(&c, c.dto, DAT_DTO_COMPLETION_EVENT);
+    ck_assert_int_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    ev = wait_ev(&s, s.dto, DAT_DTO_COMPLETION_EVENT);
+    ck_assert_int_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    ck_assert_uint_eq(ev.event_data.dto_completion_event_data.user_cookie.as_64, 1);
+    ck_assert_uint_eq(ev.event_data.dto_completion_event_data.transfered_length, 17);
+    ck_assert_str_eq(sbuf, "hello over iwarp");
+    ck_assert_dat_ok(p->ep_disconnect_func(cep, DAT_CLOSE_GRACEFUL_FLAG));
+    wait_ev(&s, s.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+    /* the second receive was flushed before the DISCONNECTED event was posted */
+    ck_assert_dat_ok(p->evd_dequeue_func(s.dto, &ev));
+    ck_assert_int_eq(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+    ck_assert_int_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_ERR_FLUSHED);
+    ck_assert_uint_eq(ev.event_data.dto_completion_event_data.user_cookie.as_64, 2);
+    wait_ev(&c, c.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+    ck_assert_dat_ok(p->ep_recv_query_func(sep, &nb, NULL));
+    ck_assert_int_eq(nb, 0);
+    side_close(&c);
+    side_close(&s);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("cm");
@@ -699,6 +763,7 @@ int main(void)
     tcase_add_test(tc, rsp_one_shot);
     tcase_add_test(tc, provider_ep_and_handoff);
     tcase_add_test(tc, broken_and_racing_disconnects);
+    tcase_add_test(tc, data_path_wiring);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
