@@ -185,6 +185,12 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
     enum sd_dto_notify n = sd_dto_decide((enum sd_dto_kind)s.kind, s.flags, ep_flags, ok, cqe->solicited);
     struct sd_evd *evd = recv ? ep->recv_evd : ep->request_evd;
     bool dying = atomic_load(&d->dying);
+    /* Release the slot before the event becomes visible: a consumer that
+     * reaps it may post again at once and must find the slot free. A
+     * suppressed success keeps its slot (L8452); anything that produced
+     * (or, dropped, would have produced) an event releases it, together
+     * with the suppressed slots held before it. The slot's data is in s. */
+    sd_dto_ring_complete(r, idx, n != SD_DTO_NO_EVENT);
     if (n != SD_DTO_NO_EVENT && evd != NULL && !dying) {
         DAT_EVENT ev;
         memset(&ev, 0, sizeof ev);
@@ -240,9 +246,6 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
         struct sd_rmr *rmr = s.obj;
         sd_handle_put(&rmr->h);
     }
-    /* A suppressed success keeps its slot (L8452); anything that produced
-     * (or, dropped, would have produced) an event releases it. */
-    sd_dto_ring_complete(r, idx, n != SD_DTO_NO_EVENT);
 }
 
 static void send_done(void *ctx, const struct emu_cqe *cqe)
