@@ -20,22 +20,6 @@
 #include "lib/provider/psp.h"
 #include "lib/provider/pz.h"
 
-/* ---- data path entry points: ep_dto.c provides the real ones. These weak
- * no-ops keep the provider linkable while it is being written. */
-__attribute__((weak)) DAT_RETURN sd_ep_dto_init(struct sd_ep *ep)
-{
-    (void)ep;
-    return DAT_SUCCESS;
-}
-__attribute__((weak)) void sd_ep_dto_fini(struct sd_ep *ep) { (void)ep; }
-__attribute__((weak)) void sd_ep_dto_flush(struct sd_ep *ep) { (void)ep; }
-__attribute__((weak)) DAT_RETURN sd_ep_dto_reset(struct sd_ep *ep)
-{
-    (void)ep;
-    return DAT_SUCCESS;
-}
-/* emu/qp may not be linked in yet: weak references, NULL when absent. */
-#pragma weak emu_qp_get_stats
 
 #define ALL_COMPLETION_FLAGS                                                                    \
     (DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG |                         \
@@ -235,8 +219,11 @@ static void ep_teardown(struct sd_handle *h)
     pthread_mutex_unlock(&ep->lock);
     /* Abortive close, no further events: the peer sees the connection
      * end; we post nothing (spec L6034). */
-    if (c != NULL)
+    if (c != NULL) {
+        if (ep->qp != NULL)
+            emu_qp_detach(ep->qp);
         emu_conn_free(c);
+    }
     sd_ep_dto_fini(ep);
     pthread_mutex_unlock(&ep->cm_lock);
     drop_ref((struct sd_handle **)&ep->pz);
@@ -533,7 +520,7 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
     /* QP stats take the QP lock, which completion callbacks hold while
      * they take ep->lock: ask before locking the EP. */
     bool recvs_posted = false;
-    if (ep->qp != NULL && emu_qp_get_stats) {
+    if (ep->qp != NULL) {
         struct emu_qp_stats qs;
         emu_qp_get_stats(ep->qp, &qs);
         recvs_posted = qs.recv_posted > 0;
@@ -634,7 +621,7 @@ static DAT_RETURN sd_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *state,
     DAT_EP_STATE s = ep->state;
     pthread_mutex_unlock(&ep->lock);
     bool ri = true, qi = true;
-    if (ep->qp != NULL && emu_qp_get_stats) {
+    if (ep->qp != NULL) {
         struct emu_qp_stats st;
         emu_qp_get_stats(ep->qp, &st);
         ri = st.recv_posted == 0;
@@ -692,8 +679,11 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
     pthread_mutex_unlock(&ep->lock);
     if (rc == DAT_SUCCESS && s == DAT_EP_STATE_DISCONNECTED) {
         /* The connection is terminal: freeing it delivers nothing more. */
-        if (c != NULL)
+        if (c != NULL) {
+            if (ep->qp != NULL)
+                emu_qp_detach(ep->qp);
             emu_conn_free(c);
+        }
         if (ep->qp != NULL)
             rc = sd_ep_dto_reset(ep);
         pthread_mutex_lock(&ep->lock);
@@ -725,7 +715,7 @@ static DAT_RETURN sd_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs, DA
     pthread_mutex_lock(&ep->cm_lock); /* the QP is not rebuilt meanwhile */
     if (ep->srq != NULL) {
         n = DAT_VALUE_UNKNOWN;
-    } else if (ep->qp != NULL && emu_qp_get_stats) {
+    } else if (ep->qp != NULL) {
         struct emu_qp_stats st;
         emu_qp_get_stats(ep->qp, &st);
         n = (DAT_COUNT)st.recv_posted;

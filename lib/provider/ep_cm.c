@@ -38,11 +38,6 @@
 #include "lib/provider/ia.h"
 #include "lib/provider/psp.h"
 
-/* emu/qp may not be linked in (no data path yet): weak references. */
-#pragma weak emu_qp_attach
-#pragma weak emu_qp_rx
-#pragma weak emu_qp_tx
-#pragma weak emu_qp_disconnect
 
 static atomic_uint_fast64_t g_conn_id = 1;
 
@@ -110,7 +105,7 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
         return;
     /* The data path owns the stream from here; attach before the consumer
      * can see the event (it may post at once). */
-    if (ep->qp != NULL && emu_qp_attach) {
+    if (ep->qp != NULL) {
         int r = emu_qp_attach(ep->qp, c, id);
         if (r != 0) {
             SD_WARN("ep", "qp attach failed (%d): breaking the connection", r);
@@ -177,37 +172,33 @@ static int ep_conn_rx(struct emu_conn *c, int fd, void *ctx)
 {
     (void)c;
     struct sd_ep *ep = ctx;
-    if (ep->qp != NULL && emu_qp_rx)
-        return emu_qp_rx(ep->qp, fd);
-    /* No data path: read and discard, bounded per call. */
-    char buf[4096];
-    for (int i = 0; i < 64; i++) {
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0)
-            continue;
-        if (n == 0)
-            return EMU_RX_EOF;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return EMU_RX_OK;
-        if (errno == EINTR)
-            continue;
-        return -errno;
-    }
-    return EMU_RX_OK;
+    /* Without a QP (being rebuilt by ep_modify) nobody may consume bytes. */
+    return ep->qp != NULL ? emu_qp_rx(ep->qp, fd) : -ENOTCONN;
 }
 
 static void ep_conn_tx(struct emu_conn *c, void *ctx)
 {
     (void)c;
     struct sd_ep *ep = ctx;
-    if (ep->qp != NULL && emu_qp_tx)
+    if (ep->qp != NULL)
         emu_qp_tx(ep->qp);
+}
+
+/* The engine is about to close the socket: consumer threads driving
+ * receive progress must stop using it first. */
+static void ep_conn_detach(struct emu_conn *c, void *ctx)
+{
+    (void)c;
+    struct sd_ep *ep = ctx;
+    if (ep->qp != NULL)
+        emu_qp_detach(ep->qp);
 }
 
 const struct emu_conn_ops sd_ep_conn_ops = {
     .event = ep_conn_event,
     .rx = ep_conn_rx,
     .tx = ep_conn_tx,
+    .detach = ep_conn_detach,
 };
 
 /* ---- active side */
@@ -421,7 +412,7 @@ static DAT_RETURN sd_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flag
     } else if (c != NULL && act == CLOSE) {
         /* Graceful through the QP: it hands every queued byte to the socket
          * before the FIN. */
-        if (ep->qp != NULL && emu_qp_disconnect)
+        if (ep->qp != NULL)
             emu_qp_disconnect(ep->qp, graceful);
         else
             emu_conn_disconnect(c, graceful);
