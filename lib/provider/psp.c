@@ -68,7 +68,7 @@ void sd_sp_deliver(struct sd_sp *sp, struct emu_conn *conn, const void *pdata, u
 {
     struct sd_ia *ia = sp->h.ia;
     struct sd_ep *ep = NULL;
-    bool prov = false;
+    bool prov = false, rsp_prov = false;
     pthread_mutex_lock(&sp->lock);
     DAT_CONN_QUAL qual = sp->conn_qual;
     if (sp->h.type == DAT_HANDLE_TYPE_RSP) {
@@ -80,6 +80,7 @@ void sd_sp_deliver(struct sd_sp *sp, struct emu_conn *conn, const void *pdata, u
         }
         sp->used = true;
         ep = sp->ep;
+        rsp_prov = sp->ep_is_provider;
         sd_handle_ref(&ep->h);
     }
     pthread_mutex_unlock(&sp->lock);
@@ -121,7 +122,7 @@ void sd_sp_deliver(struct sd_sp *sp, struct emu_conn *conn, const void *pdata, u
         goto undo_ep;
     }
     cr->ep = ep;
-    cr->ep_is_provider = prov;
+    cr->ep_is_provider = prov || rsp_prov;
     if (sd_handle_publish(&cr->h) != DAT_SUCCESS) {
         cr->conn = NULL;
         cr->ep = NULL;
@@ -212,6 +213,7 @@ void sd_sp_teardown(struct sd_handle *h)
     sp->listener = NULL;
     struct sd_ep *ep = sp->ep;
     sp->ep = NULL;
+    bool ep_prov = sp->ep_is_provider;
     pthread_mutex_unlock(&sp->lock);
     /* Blocks until no request callback runs; requests already delivered
      * are CRs and live on. */
@@ -220,14 +222,24 @@ void sd_sp_teardown(struct sd_handle *h)
     if (ep != NULL) {
         /* RSP: the EP returns to the consumer unless a CR took it (L4497). */
         pthread_mutex_lock(&ep->lock);
+        bool destroy = false;
         if (ep->rsp == h) {
             ep->rsp = NULL;
-            if (ep->state == DAT_EP_STATE_RESERVED)
+            bool reserved = ep->state == DAT_EP_STATE_RESERVED ||
+                            ep->state == DAT_EP_STATE_UNCONFIGURED_RESERVED;
+            if (ep_prov && reserved) {
+                /* Our EP, never handed out through a CR: it goes too. */
+                ep->provider_ep = false;
+                destroy = true;
+            } else if (ep->state == DAT_EP_STATE_RESERVED) {
                 ep->state = DAT_EP_STATE_UNCONNECTED;
-            else if (ep->state == DAT_EP_STATE_UNCONFIGURED_RESERVED)
+            } else if (ep->state == DAT_EP_STATE_UNCONFIGURED_RESERVED) {
                 ep->state = DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
+            }
         }
         pthread_mutex_unlock(&ep->lock);
+        if (destroy)
+            sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
         sd_handle_put(&ep->h);
     }
     if (sp->evd != NULL) {

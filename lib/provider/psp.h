@@ -30,6 +30,7 @@ struct sd_sp {
     DAT_PSP_FLAGS flags;          /* PSP */
     struct sd_ep *ep;             /* RSP: the reserved EP (reference held) */
     bool used;                    /* RSP: its one request has arrived */
+    bool ep_is_provider;          /* RSP: ep was created by us (NULL ep_handle) */
     struct sd_sp *next;           /* process-wide list (cr_handoff lookup) */
 };
 

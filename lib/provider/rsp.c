@@ -4,8 +4,11 @@
  * §1): the RSP handle stays valid after its request (sp_handle in the CR
  * event is the RSP, dat_rsp_free must still be called); later requests on
  * its port are closed without a CR, which the initiator sees as
- * NON_PEER_REJECTED, as with no listener. A NULL ep_handle (provider-created
- * EP) is not supported: DAT_INVALID_HANDLE|EP. */
+ * NON_PEER_REJECTED, as with no listener. A NULL ep_handle asks us for the
+ * EP (L4439): an unconfigured provider EP (UNCONFIGURED_RESERVED), found
+ * through dat_rsp_query / dat_cr_query; the consumer configures it with
+ * dat_ep_modify before accepting. It dies with a reject, or with the RSP
+ * if no request came. */
 #include <string.h>
 
 #include "emu/log.h"
@@ -32,6 +35,7 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
         return rc;
     struct sd_evd *evd = NULL;
     struct sd_ep *ep = NULL;
+    bool prov = ep_handle == DAT_HANDLE_NULL;
     if (rsp_handle == NULL) {
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
         goto out;
@@ -40,8 +44,14 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
         goto out;
     }
-    if ((rc = sd_ep_get(ep_handle, &ep)) != DAT_SUCCESS)
+    if (prov) {
+        rc = sd_ep_create_obj(ia, NULL, NULL, NULL, NULL, NULL, DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, &ep);
+        if (rc != DAT_SUCCESS)
+            goto out;
+        sd_handle_ref(&ep->h); /* our call reference, like sd_ep_get */
+    } else if ((rc = sd_ep_get(ep_handle, &ep)) != DAT_SUCCESS) {
         goto out;
+    }
     if (ep->h.ia != ia) {
         rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
         goto out;
@@ -86,6 +96,12 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
     }
     sd_handle_ref(&ep->h);
     sp->ep = ep;
+    sp->ep_is_provider = prov;
+    if (prov) {
+        pthread_mutex_lock(&ep->lock);
+        ep->provider_ep = true;
+        pthread_mutex_unlock(&ep->lock);
+    }
     sp->conn_qual = qual;
     if ((rc = sd_handle_publish(&sp->h)) != DAT_SUCCESS) {
         sd_sp_teardown(&sp->h); /* also un-reserves the EP */
@@ -100,8 +116,12 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
 out:
     if (evd != NULL)
         sd_handle_put(&evd->h);
-    if (ep != NULL)
+    if (ep != NULL) {
+        /* A provider EP that did not end up reserved is ours to drop. */
+        if (prov && rc != DAT_SUCCESS)
+            sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
         sd_handle_put(&ep->h);
+    }
     sd_handle_put(&ia->h);
     return rc;
 }

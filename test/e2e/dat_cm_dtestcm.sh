@@ -24,7 +24,7 @@ trap cleanup EXIT
 
 # dtestcm's side channel is a fixed TCP port: other dtest-family runs on
 # this host (e.g. other test scripts) would answer our client instead.
-side_busy() { ss -Htln 2>/dev/null | awk '{print $4}' | grep -q ':15828$'; }
+side_busy() { ss -Htln 2>/dev/null | awk '{print $4}' | grep -qE ':(15828|45248)$'; }
 wait_side_free() {
     local i=0
     while side_busy; do
@@ -36,13 +36,25 @@ wait_side_free() {
 
 fail=0
 ran=0
+# Another dtest-family program on this host can take 15828 or 45248
+# between our check and our server's bind (the server then says so): retry.
+contended() { grep -qE "Couldn't listen to port 15828|psp_create: DAT_CONN_QUAL_IN_USE" "$tmp/s.log"; }
 run() { # name libdir count
+    local try
+    for try in 1 2 3 4 5; do
+        run_once "$@"
+        [ "$result" = contended ] || return
+        sleep 2
+    done
+    echo "ok - $1 # SKIP ports 15828/45248 kept busy by another dtest"
+}
+run_once() { # name libdir count
     local name=$1 libdir=$2 n=$3
+    result=
     if ! wait_side_free; then
-        echo "ok - $name # SKIP port 15828 busy (another dtest running)"
+        result=contended
         return
     fi
-    ran=$((ran + 1))
     DAT_OVERRIDE="$conf" LD_LIBRARY_PATH="$libdir" timeout 120 "$dtestcm" -P softdat-lo -s -c "$n" \
         > "$tmp/s.log" 2>&1 &
     spid=$!
@@ -53,6 +65,11 @@ run() { # name libdir count
     wait "$spid"
     local src=$?
     spid=
+    if contended; then
+        result=contended
+        return
+    fi
+    ran=$((ran + 1))
     if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q "ALL $n CONNECTED on Client" "$tmp/c.log" &&
         grep -q "ALL $n CONNECTED on Server" "$tmp/s.log"; then
         echo "ok - $name: $(grep -o 'CPS *[0-9.]*' "$tmp/c.log")"

@@ -528,6 +528,37 @@ START_TEST(rsp_one_shot)
     ck_assert_int_eq(ep_state(&s, sep2), DAT_EP_STATE_UNCONNECTED);
     ck_assert_dat_ok(p->rsp_free_func(rsp));
     ck_assert_dat_ok(p->ep_free_func(sep2));
+
+    /* NULL ep_handle: the provider's EP, configured by the consumer */
+    ck_assert_dat_ok(p->rsp_create_func(s.ia, port, DAT_HANDLE_NULL, s.cr, &rsp));
+    ck_assert_dat_ok(p->rsp_query_func(rsp, DAT_RSP_FIELD_ALL, &rp));
+    DAT_EP_HANDLE pep = rp.ep_handle;
+    ck_assert_ptr_nonnull(pep);
+    ck_assert_int_eq(ep_state(&s, pep), DAT_EP_STATE_UNCONFIGURED_RESERVED);
+    ck_assert_dat_ok(p->ep_reset_func(cep2));
+    ck_assert_dat_ok(p->ep_connect_func(cep2, (DAT_IA_ADDRESS_PTR)&a, port, 5000000, 0, NULL, 0, 0));
+    ev = wait_ev(&s, s.cr, DAT_CONNECTION_REQUEST_EVENT);
+    ck_assert_int_eq(ep_state(&s, pep), DAT_EP_STATE_UNCONFIGURED_PASSIVE);
+    DAT_EP_PARAM q;
+    memset(&q, 0, sizeof q);
+    q.pz_handle = s.pz;
+    q.recv_evd_handle = q.request_evd_handle = s.dto;
+    q.connect_evd_handle = s.conn;
+    ck_assert_dat_ok(p->ep_modify_func(pep, DAT_EP_FIELD_PZ_HANDLE | DAT_EP_FIELD_RECV_EVD_HANDLE |
+                                                DAT_EP_FIELD_REQUEST_EVD_HANDLE | DAT_EP_FIELD_CONNECT_EVD_HANDLE,
+                                       &q));
+    ck_assert_int_eq(ep_state(&s, pep), DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
+    ck_assert_dat_ok(p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, pep, 0, NULL));
+    wait_ev(&c, c.conn, DAT_CONNECTION_EVENT_ESTABLISHED);
+    wait_ev(&s, s.conn, DAT_CONNECTION_EVENT_ESTABLISHED);
+    ck_assert_dat_ok(p->rsp_free_func(rsp));
+    ck_assert_int_eq(ep_state(&s, pep), DAT_EP_STATE_CONNECTED); /* the consumer's now */
+    /* a provider RSP EP never used dies with its RSP */
+    ck_assert_dat_ok(p->rsp_create_func(s.ia, port, DAT_HANDLE_NULL, s.cr, &rsp));
+    ck_assert_dat_ok(p->rsp_query_func(rsp, DAT_RSP_FIELD_ALL, &rp));
+    ck_assert_dat_err(p->ep_free_func(rp.ep_handle), DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFRESERVED);
+    ck_assert_dat_ok(p->rsp_free_func(rsp));
+    ck_assert_int_eq(DAT_GET_TYPE(p->ep_get_status_func(rp.ep_handle, NULL, NULL, NULL)), DAT_INVALID_HANDLE);
     side_close(&c);
     side_close(&s);
     ck_assert_uint_eq(sd_handle_live_count(), 0);
