@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 #include <dat2/dat_ib_extensions.h>
@@ -284,6 +285,44 @@ static void flush_post(struct sd_ep *ep, bool recv, uint32_t idx)
 
 /* ---------------------------------------------------------------- init & co */
 
+/* Which length limit a DTO is held to (SOFTDAT_DTO_LENGTH_LIMIT):
+ *  "ia" (default): the IA's limits (SD_MAX_MESSAGE_SIZE / SD_MAX_RDMA_SIZE),
+ *      as OFA providers behave. Deployed programs rely on it: Debian's dtest
+ *      asks for max_rdma_size 64 KiB and then writes its whole buffer
+ *      (4 MiB by default).
+ *  "ep": the EP's max_message_size / max_rdma_size, which the EP has
+ *      exactly as requested (L6336); longer DTOs complete
+ *      DAT_DTO_ERR_LOCAL_LENGTH (6.8.2, L8549-8552). The spec's strict
+ *      reading, for checking that a program sizes its EPs right.
+ * An EP attribute of 0 means "no limit beyond the IA's" either way. Read
+ * once: it is consulted on every post. */
+static bool g_ia_limits = true;
+static pthread_once_t g_limits_once = PTHREAD_ONCE_INIT;
+
+static void read_length_limit_env(void)
+{
+    const char *v = getenv("SOFTDAT_DTO_LENGTH_LIMIT");
+    if (v == NULL || *v == '\0' || strcmp(v, "ia") == 0)
+        g_ia_limits = true;
+    else if (strcmp(v, "ep") == 0)
+        g_ia_limits = false;
+    else
+        SD_WARN("dto", "SOFTDAT_DTO_LENGTH_LIMIT=%s: expected ia or ep; using ia", v);
+}
+
+static bool ia_length_limits(void)
+{
+    pthread_once(&g_limits_once, read_length_limit_env);
+    return g_ia_limits;
+}
+
+static uint64_t length_limit(DAT_SEG_LENGTH ep_value, uint64_t ia_value)
+{
+    if (ep_value == 0 || ia_length_limits())
+        return ia_value;
+    return ep_value;
+}
+
 static uint32_t clamp_u32(DAT_COUNT v, uint32_t lo, uint32_t hi)
 {
     if (v < (DAT_COUNT)lo)
@@ -324,16 +363,17 @@ DAT_RETURN sd_ep_dto_init(struct sd_ep *ep)
         .max_send_wr = nsq,
         .max_recv_wr = nrq,
         .max_sge = clamp_u32(sge, 1, EMU_QP_MAX_SGE),
-        .max_message_size = a->max_message_size,
-        .max_rdma_size = a->max_rdma_size,
+        .max_message_size = length_limit(a->max_message_size, SD_MAX_MESSAGE_SIZE),
+        .max_rdma_size = length_limit(a->max_rdma_size, SD_MAX_RDMA_SIZE),
         .ird = (uint16_t)clamp_u32(a->max_rdma_read_in, 0, SD_MAX_RDMA_READ_PER_EP_IN),
         .ord = (uint16_t)clamp_u32(a->max_rdma_read_out, 0, SD_MAX_RDMA_READ_PER_EP_OUT),
         .ops = &dto_qp_ops,
         .ctx = ep,
     };
-    SD_DBG("dto", "ep %p: qp sq %u rq %u sge %u msg %u rdma %u ird %u ord %u flags req 0x%x recv 0x%x", (void *)ep,
-           nsq, nrq, qa.max_sge, a->max_message_size, a->max_rdma_size, qa.ird, qa.ord,
-           a->request_completion_flags, a->recv_completion_flags);
+    SD_DBG("dto", "ep %p: qp sq %u rq %u sge %u msg %llu rdma %llu ird %u ord %u flags req 0x%x recv 0x%x",
+           (void *)ep, nsq, nrq, qa.max_sge, (unsigned long long)qa.max_message_size,
+           (unsigned long long)qa.max_rdma_size, qa.ird, qa.ord, a->request_completion_flags,
+           a->recv_completion_flags);
     ep->dto = d;
     int rc = emu_qp_create(&qa, &ep->qp);
     if (rc != 0) {

@@ -245,7 +245,7 @@ DAT_RETURN sd_evq_dequeue(struct sd_evq *q, DAT_EVENT *ev)
     if (atomic_load_explicit(&q->waiter, memory_order_relaxed))
         return EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_WAITER;
     if (cnt(q) == 0 && !atomic_load_explicit(&q->has_progress, memory_order_relaxed))
-        return EVQ_ERR(DAT_QUEUE_EMPTY);
+        return SD_EVQ_EMPTY;
 
     pthread_mutex_lock(&q->mu);
     DAT_RETURN rc;
@@ -257,7 +257,7 @@ DAT_RETURN sd_evq_dequeue(struct sd_evq *q, DAT_EVENT *ev)
         if (atomic_load_explicit(&q->waiter, memory_order_relaxed)) {
             rc = EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_WAITER;
         } else if (cnt(q) == 0) {
-            rc = EVQ_ERR(DAT_QUEUE_EMPTY);
+            rc = SD_EVQ_EMPTY;
         } else {
             pop_locked(q, ev);
             rc = DAT_SUCCESS;

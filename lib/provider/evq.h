@@ -163,4 +163,10 @@ void sd_evq_set_progress(struct sd_evq *q, sd_evq_progress_fn fn, void *arg,
 
 void sd_evq_info(struct sd_evq *q, struct sd_evq_info *info);
 
+/* dat_evd_dequeue's "nothing there": the bare type, without the error
+ * class bit. Deployed consumers (Debian's dtest -p) poll with
+ * `while (dat_evd_dequeue(...) == DAT_QUEUE_EMPTY)`, others with
+ * DAT_GET_TYPE(); the bare value satisfies both. */
+#define SD_EVQ_EMPTY ((DAT_RETURN)DAT_QUEUE_EMPTY)
+
 #endif

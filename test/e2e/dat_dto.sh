@@ -4,7 +4,8 @@
 # sizes and segments, RDMA write + send, RDMA read, suppressed completions,
 # flush on disconnect), violation (bad rmr_context: REMOTE_ACCESS +
 # BROKEN), bind (dat_rmr_bind / unbind on a live connection) and overflow
-# (a lost completion breaks the connection).
+# (a lost completion breaks the connection), length (EP length limits
+# with SOFTDAT_DTO_LENGTH_LIMIT=ep, and the default IA limits).
 # Exit 0 pass, 77 skip, else fail.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,7 +27,9 @@ trap cleanup EXIT
 
 fail=0
 run() { # scenario
-    local sc=$1 port=$((20000 + RANDOM % 20000))
+    # Below the ephemeral range (32768+): a client whose source port equals
+    # the listening port would connect to itself.
+    local sc=$1 port=$((20000 + RANDOM % 12000))
     DAT_OVERRIDE=$conf timeout 30 "$peer" server softdat-lo "$port" "$sc" >"$tmp/srv.$sc" 2>&1 &
     srv_pid=$!
     local i=0
@@ -44,7 +47,7 @@ run() { # scenario
     local src=$?
     srv_pid=
     if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
-        echo "ok - dto $sc"
+        echo "ok - dto $sc${SOFTDAT_DTO_LENGTH_LIMIT:+ (SOFTDAT_DTO_LENGTH_LIMIT=$SOFTDAT_DTO_LENGTH_LIMIT)}"
     else
         echo "not ok - dto $sc (client $crc, server $src)"
         sed 's/^/  client: /' "$tmp/cli.$sc"
@@ -56,4 +59,6 @@ run basic
 run violation
 run bind
 run overflow
+SOFTDAT_DTO_LENGTH_LIMIT=ep run length
+run length
 exit $fail

@@ -20,6 +20,10 @@
  * SCENARIO bind: dat_rmr_bind of a window over part of the server's
  *   target; the client Writes and Reads through its context; after an
  *   unbind (length 0) the old context fails REMOTE_ACCESS + BROKEN.
+ * SCENARIO length: the client's EP limits are 4096 bytes; an 8192-byte
+ *   RDMA Write completes DAT_DTO_ERR_LOCAL_LENGTH and the connection
+ *   breaks; with SOFTDAT_DTO_LENGTH_LIMIT=ia it (and a Send as long)
+ *   succeed. The server side is the overflow one (count, then flushed).
  * SCENARIO overflow: the client's request EVD holds 2 events and 4
  *   signalled Sends are left unreaped: the lost completion breaks the
  *   connection (BROKEN), the async EVD gets DAT_ASYNC_ERROR_EVD_OVERFLOW,
@@ -127,7 +131,7 @@ static DAT_DTO_COMPLETION_EVENT_DATA wait_dto(DAT_EVD_HANDLE evd, const char *wh
     return ev.event_data.dto_completion_event_data;
 }
 
-static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen)
+static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen, bool small_limits)
 {
     memset(p, 0, sizeof *p);
     p->async = DAT_HANDLE_NULL;
@@ -152,8 +156,8 @@ static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen)
     DAT_EP_ATTR a;
     memset(&a, 0, sizeof a);
     a.service_type = DAT_SERVICE_TYPE_RC;
-    a.max_message_size = 1 << 20;
-    a.max_rdma_size = 1 << 20;
+    a.max_message_size = small_limits ? 4096 : 1 << 20;
+    a.max_rdma_size = small_limits ? 4096 : 1 << 20;
     a.qos = DAT_QOS_BEST_EFFORT;
     a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
     a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
@@ -431,7 +435,7 @@ static void server_overflow(struct peer *p)
         CHECK(d.user_cookie.as_64 == (uint64_t)i, "cookie %llu want %d", (unsigned long long)d.user_cookie.as_64, i);
         if (d.status != DAT_DTO_SUCCESS)
             break;
-        CHECK(d.transfered_length == 1, "len %u", (unsigned)d.transfered_length);
+        CHECK(d.transfered_length == 1 || d.transfered_length == 8192, "len %u", (unsigned)d.transfered_length);
     }
     CHECK(i < NRECV && d.status == DAT_DTO_ERR_FLUSHED, "no flushed receive");
     p->next_recv = i + 1;
@@ -513,6 +517,39 @@ static void client_bind(struct peer *p)
     check_flush(p);
 }
 
+/* The client's EP has max_message_size = max_rdma_size = 4096. A Send
+ * and an RDMA Write of 8192 bytes are accepted; they complete
+ * DAT_DTO_ERR_LOCAL_LENGTH and break the connection (6.8.2) with
+ * SOFTDAT_DTO_LENGTH_LIMIT=ep; by default (ia) the IA's limits apply, as
+ * with OFA, and both succeed. */
+static void client_length(struct peer *p)
+{
+    exchange(p);
+    const char *v = getenv("SOFTDAT_DTO_LENGTH_LIMIT");
+    bool ia = v == NULL || strcmp(v, "ep") != 0;
+    DAT_LMR_TRIPLET src = tri(p->lc_snk, p->snk, 8192);
+    DAT_RMR_TRIPLET r = p->remote;
+    r.segment_length = 8192;
+    MUST(dat_ep_post_rdma_write(p->ep, 1, &src, ck(30), &r, DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "long write");
+    CHECK(d.user_cookie.as_64 == 30, "long write cookie");
+    if (ia) {
+        CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == 8192, "long write (ia limits): %d %u",
+              d.status, (unsigned)d.transfered_length);
+        MUST(dat_ep_post_send(p->ep, 1, &src, ck(31), DAT_COMPLETION_DEFAULT_FLAG));
+        d = wait_dto(p->req, "long send");
+        CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == 8192, "long send (ia limits): %d", d.status);
+        MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_ABRUPT_FLAG));
+        DAT_EVENT ev = wait_ev(p->conn, "disconnected");
+        CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
+    } else {
+        CHECK(d.status == DAT_DTO_ERR_LOCAL_LENGTH, "long write: status %d, want LOCAL_LENGTH", d.status);
+        DAT_EVENT ev = wait_ev(p->conn, "broken");
+        CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x, want BROKEN", ev.event_number);
+    }
+    check_flush(p);
+}
+
 static void teardown(struct peer *p)
 {
     if (p->psp)
@@ -545,7 +582,8 @@ int main(int argc, char **argv)
     side = argv[1];
     const char *scenario = argv[argc - 1];
     DAT_CONN_QUAL port = (DAT_CONN_QUAL)strtoul(argv[argc - 2], NULL, 10);
-    setup(&p, argv[2], strcmp(scenario, "overflow") == 0 && client ? 2 : 256);
+    setup(&p, argv[2], strcmp(scenario, "overflow") == 0 && client ? 2 : 256,
+          strcmp(scenario, "length") == 0 && client);
     if (server) {
         MUST(dat_psp_create(p.ia, port, p.cr, DAT_PSP_CONSUMER_FLAG, &p.psp));
         printf("server: listening\n");
@@ -569,6 +607,8 @@ int main(int argc, char **argv)
         server ? server_violation(&p) : client_violation(&p);
     else if (strcmp(scenario, "bind") == 0)
         server ? server_bind(&p) : client_bind(&p);
+    else if (strcmp(scenario, "length") == 0)
+        server ? server_overflow(&p) : client_length(&p);
     else if (strcmp(scenario, "overflow") == 0)
         server ? server_overflow(&p) : client_overflow(&p);
     else {

@@ -118,7 +118,7 @@ START_TEST(evd_software_wait_dequeue)
     DAT_EVENT ev, in = se(1);
     DAT_COUNT nmore = -1;
 
-    ck_assert_dat_err(p->evd_dequeue_func(evd, &ev), DAT_QUEUE_EMPTY, 0);
+    ck_assert_uint_eq(p->evd_dequeue_func(evd, &ev), DAT_QUEUE_EMPTY);
     ck_assert_dat_err(p->evd_dequeue_func(evd, NULL), DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     ck_assert_dat_err(p->evd_wait_func(evd, 0, 1, &ev, &nmore), DAT_TIMEOUT_EXPIRED, 0);
     ck_assert_int_eq(nmore, 0);
@@ -160,12 +160,12 @@ START_TEST(evd_software_wait_dequeue)
         ck_assert_dat_ok(p->evd_post_se_func(evd, &in));
     }
     ck_assert_dat_err(p->evd_post_se_func(evd, &in), DAT_QUEUE_FULL, 0);
-    ck_assert_dat_err(p->evd_dequeue_func(async, &ev), DAT_QUEUE_EMPTY, 0);
+    ck_assert_uint_eq(p->evd_dequeue_func(async, &ev), DAT_QUEUE_EMPTY);
     for (uintptr_t i = 0; i < 4; i++) {
         ck_assert_dat_ok(p->evd_dequeue_func(evd, &ev));
         ck_assert_ptr_eq(ev.event_data.software_event_data.pointer, (DAT_PVOID)(10 + i));
     }
-    ck_assert_dat_err(p->evd_dequeue_func(evd, &ev), DAT_QUEUE_EMPTY, 0);
+    ck_assert_uint_eq(p->evd_dequeue_func(evd, &ev), DAT_QUEUE_EMPTY);
 
     ck_assert_dat_ok(p->evd_free_func(evd));
     ck_assert_dat_ok(p->evd_free_func(dto));
@@ -260,7 +260,7 @@ START_TEST(evd_blocking_wait_rules)
     ck_assert_int_eq(ep.evd_qlen, 16);
     for (int i = 0; i < 3; i++)
         ck_assert_dat_ok(p->evd_dequeue_func(evd, &ev));
-    ck_assert_dat_err(p->evd_dequeue_func(evd, &ev), DAT_QUEUE_EMPTY, 0);
+    ck_assert_uint_eq(p->evd_dequeue_func(evd, &ev), DAT_QUEUE_EMPTY);
     ck_assert_dat_ok(p->evd_resize_func(evd, 0)); /* granted as 1 */
     ck_assert_dat_ok(p->evd_query_func(evd, DAT_EVD_FIELD_EVD_QLEN, &ep));
     ck_assert_int_eq(ep.evd_qlen, 1);
@@ -375,7 +375,7 @@ START_TEST(evd_async_overflow)
     ck_assert_ptr_eq(ev.evd_handle, async);
     ck_assert_ptr_eq(ev.event_data.asynch_error_event_data.dat_handle, dto);
     ck_assert_int_eq(ev.event_data.asynch_error_event_data.reason, DAT_EVD_OVERFLOW_ERROR);
-    ck_assert_dat_err(p->evd_dequeue_func(async, &ev), DAT_QUEUE_EMPTY, 0);
+    ck_assert_uint_eq(p->evd_dequeue_func(async, &ev), DAT_QUEUE_EMPTY);
     /* The queued completion is intact (L2902). */
     ck_assert_dat_ok(p->evd_dequeue_func(dto, &ev));
     ck_assert_int_eq(ev.event_data.dto_completion_event_data.user_cookie.as_64, 77);
