@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # IL_* results are read by the sourcing script
 # Shared helpers for the interop_*.sh and wire_dat.sh end-to-end scripts:
 # TAP-ish "ok"/"not ok" lines, the two registries (ours / Debian's),
 # background processes remembered by PID (and killed only by that PID),
@@ -41,7 +42,7 @@ il_cleanup() {
             wait "$p" 2>/dev/null
         fi
     done
-    [ -n "${IL_KEEP:-}" ] && echo "# logs kept in $IL_TMP" || rm -rf "$IL_TMP"
+    if [ -n "${IL_KEEP:-}" ]; then echo "# logs kept in $IL_TMP"; else rm -rf "$IL_TMP"; fi
 }
 trap il_cleanup EXIT
 
@@ -73,18 +74,24 @@ il_registries() {
 # il_run REG SECS CMD...: runs CMD under timeout with DAT_OVERRIDE and the
 # registry REG (ours: LD_LIBRARY_PATH=$BUILD/lib; debian: none) in the
 # foreground. Other variables (SOFTDAT_LOG, SOFTDAT_CRC) pass through.
-il_run() {
+il_cmd() { # REG SECS CMD... -> IL_CMD (array)
     local reg=$1 secs=$2; shift 2
-    local env=(env -u LD_LIBRARY_PATH DAT_OVERRIDE="$IL_CONF")
-    [ "$reg" = ours ] && env+=(LD_LIBRARY_PATH="$BUILD/lib")
-    "${env[@]}" timeout --kill-after=5 "$secs" "$@"
+    IL_CMD=(env -u LD_LIBRARY_PATH DAT_OVERRIDE="$IL_CONF")
+    [ "$reg" = ours ] && IL_CMD+=(LD_LIBRARY_PATH="$BUILD/lib")
+    IL_CMD+=(timeout --kill-after=5 "$secs" "$@")
+}
+il_run() {
+    il_cmd "$@"
+    "${IL_CMD[@]}"
 }
 
 # il_start REG SECS LOG CMD...: il_run in the background, output to LOG;
-# the PID (of timeout, which forwards signals to its child) is in IL_PID.
+# IL_PID is the PID of timeout itself (the subshell execs it), which
+# forwards a TERM to its child: killing IL_PID ends the program.
 il_start() {
-    local reg=$1 secs=$2 log=$3; shift 3
-    il_run "$reg" "$secs" "$@" >"$log" 2>&1 </dev/null &
+    local log=$3
+    il_cmd "$1" "$2" "${@:4}"
+    (exec "${IL_CMD[@]}" >"$log" 2>&1 </dev/null) &
     IL_PID=$!
     il_pids+=("$IL_PID")
 }
@@ -193,7 +200,10 @@ il_pair() {
     # shellcheck disable=SC2086
     il_run "$reg" "$secs" "$bin" $cargs >"$IL_CLOG" 2>&1 </dev/null
     IL_CRC=$?
-    il_wait "$spid" 15
+    # A failed client often leaves the server waiting for ever: short wait.
+    local grace=15
+    [ "$IL_CRC" = 0 ] || grace=3
+    il_wait "$spid" "$grace"
     IL_SRC=$?
     IL_SECS=$((SECONDS - t0))
     [ "$IL_SRC" = 0 ] && [ "$IL_CRC" = 0 ]

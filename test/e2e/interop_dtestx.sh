@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Debian's dtestx (DAT IB extensions over an RC connection: RDMA write with
+# immediate data, compare-and-swap, fetch-and-add) against softdat over
+# loopback, under our libdat2 and under Debian's. A run passes when both
+# sides exit 0, both print "immed/atomic test PASSED" and neither printed
+# an error. When the provider answers
+# DAT_NOT_IMPLEMENTED for the feature (and only then) the case is skipped.
+# dtestx uses the fixed side-channel port 15828 and conn qual 31112.
+# Exit 0 pass, 77 skip (every case skipped), else fail.
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=test/e2e/lib/interop.sh
+. "$here/lib/interop.sh"
+il_require_bin dtestx
+
+SIDE=15828
+BAD='[Ee]rror|ERR|returned DAT_|FAILED|unexpected|mismatch|[Ww]rong'
+
+case_() { # reg label "args"
+    local reg=$1 label=$2 args=$3 tag
+    tag=dtestx-$reg-$(echo "$label" | tr -c 'A-Za-z0-9' _)
+    il_pair "$tag" "$reg" 60 $SIDE dtestx "-P $IL_IA -s $args" "-P $IL_IA -h 127.0.0.1 $args"
+    local name="dtestx $label, $reg libdat2"
+    if [ "$IL_SRC" = 0 ] && [ "$IL_CRC" = 0 ] && ! grep -Eq "$BAD" "$IL_SLOG" "$IL_CLOG" &&
+        grep -q 'immed/atomic test PASSED' "$IL_CLOG" && grep -q 'immed/atomic test PASSED' "$IL_SLOG"; then
+        il_ok "$name (${IL_SECS}s)"
+    elif il_not_implemented "$IL_SLOG" "$IL_CLOG"; then
+        il_skip "$name: $(grep -ho '[A-Za-z_]*[a-z_]\+ *returned DAT_NOT_IMPLEMENTED\|[A-Za-z_ ]*DAT_NOT_IMPLEMENTED' "$IL_SLOG" "$IL_CLOG" |
+            head -1) not implemented (DAT_NOT_IMPLEMENTED)"
+    else
+        il_notok "$name (client exit $IL_CRC, server exit $IL_SRC, ${IL_SECS}s)"
+        grep -hE "$BAD" "$IL_CLOG" | head -5 | sed 's/^/  # client: /'
+        grep -hE "$BAD" "$IL_SLOG" | head -5 | sed 's/^/  # server: /'
+        il_show client "$IL_CLOG" 6; il_show server "$IL_SLOG" 6
+    fi
+}
+
+for reg in $(il_registries); do
+    case_ "$reg" "RC: write-immediate, cmp-and-swap, fetch-and-add" ""
+done
+il_finish
