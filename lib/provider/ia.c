@@ -2,7 +2,9 @@
  * object limits. Query lives in ia_attr.c, address resolution in ia_addr.c. */
 #include "lib/provider/ia.h"
 
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "emu/engine.h"
 #include "emu/log.h"
@@ -82,6 +84,25 @@ static const struct sd_handle_ops ia_ops = {
     .release = ia_release,
 };
 
+/* The engine's event base needs a handful of descriptors (epoll, wakeup
+ * pipe, signal socketpair, timer), and libevent exits the process when it
+ * cannot get the signal socketpair. So check first that descriptors are
+ * there and answer DAT_INSUFFICIENT_RESOURCES (L2089-2093) instead. A
+ * thread taking descriptors at the same moment can still beat us: this
+ * narrows the window, only emu can close it. */
+#define SD_IA_ENGINE_FDS 8
+static bool fd_headroom(void)
+{
+    int fds[SD_IA_ENGINE_FDS];
+    int n = 0;
+    while (n < SD_IA_ENGINE_FDS && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+        n++;
+    bool ok = n == SD_IA_ENGINE_FDS;
+    while (n > 0)
+        close(fds[--n]);
+    return ok;
+}
+
 /* Bind the async EVD argument of dat_ia_open (L2067-2077). */
 static DAT_RETURN ia_bind_async_evd(struct sd_ia *ia, DAT_COUNT qlen, DAT_EVD_HANDLE *async_evd_handle)
 {
@@ -141,7 +162,12 @@ DAT_RETURN sd_ia_open(struct sd_provider_rec *rec, const DAT_NAME_PTR name, DAT_
 
     /* The IA name is the only thing the consumer gave us, so a record whose
      * ia_params names nothing usable is an invalid name for this open. */
-    if (sd_ia_resolve_address(rec->ia_params, &ia->addr, &ia->addr_len, ia->ifname) != 0) {
+    int res = sd_ia_resolve_address(rec->ia_params, &ia->addr, &ia->addr_len, ia->ifname);
+    if (res == -2) { /* no descriptor or memory to look the address up */
+        sd_handle_discard(&ia->h);
+        return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+    }
+    if (res != 0) {
         SD_ERR("ia", "%s: ia_params \"%s\" does not name a usable interface or local address",
                rec->info.ia_name, rec->ia_params);
         sd_handle_discard(&ia->h);
@@ -152,6 +178,11 @@ DAT_RETURN sd_ia_open(struct sd_provider_rec *rec, const DAT_NAME_PTR name, DAT_
     enum emu_mem_status mst = emu_mem_table_create(&lim, &ia->mem);
     if (mst != EMU_MEM_OK) {
         SD_ERR("ia", "%s: memory table: %s", rec->info.ia_name, emu_mem_status_str(mst));
+        sd_handle_discard(&ia->h);
+        return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+    }
+    if (!fd_headroom()) {
+        SD_ERR("ia", "%s: out of file descriptors", rec->info.ia_name);
         sd_handle_discard(&ia->h);
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
     }

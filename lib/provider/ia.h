@@ -52,7 +52,9 @@ struct sd_ia {
 unsigned sd_ia_type_limit(uint32_t type, uint32_t *resource_subtype);
 
 /* Resolve ia_params ("lo", "eth0", "127.0.0.1", "::1", "host") to an
- * address. 0 on success, -1 with a logged reason otherwise. */
+ * address. 0 on success; -2 when out of descriptors or memory (the lookup
+ * could not be made); -1, with a logged reason, when it names nothing
+ * usable. */
 int sd_ia_resolve_address(const char *ia_params, struct sockaddr_storage *out, socklen_t *len,
                           char ifname[IF_NAMESIZE]);
 

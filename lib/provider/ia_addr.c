@@ -9,9 +9,11 @@
 #include "lib/provider/ia.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,13 +66,15 @@ static int rank(const struct sockaddr *sa)
 }
 
 /* Find `name` as an interface (addr == NULL) or the interface owning addr.
- * Returns 1 and fills out/ifname when found. */
+ * Returns 1 and fills out/ifname when found, 0 when not, -1 when the list
+ * could not be read (getifaddrs needs a socket and memory: a resource
+ * shortage, not a bad name). */
 static int scan_interfaces(const char *name, const struct sockaddr *addr, struct sockaddr_storage *out,
                            socklen_t *len, char ifname[IF_NAMESIZE])
 {
     struct ifaddrs *list;
     if (getifaddrs(&list) != 0)
-        return 0;
+        return -1;
     const struct ifaddrs *best = NULL;
     for (const struct ifaddrs *i = list; i != NULL; i = i->ifa_next) {
         if (i->ifa_addr == NULL || rank(i->ifa_addr) == 0 || is_unspecified(i->ifa_addr))
@@ -112,13 +116,20 @@ int sd_ia_resolve_address(const char *ia_params, struct sockaddr_storage *out, s
     memcpy(word, ia_params, n);
     word[n] = '\0';
 
-    if (scan_interfaces(word, NULL, out, len, ifname))
+    int sc = scan_interfaces(word, NULL, out, len, ifname);
+    if (sc > 0)
         return 0;
+    bool short_of_resources = sc < 0;
 
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
     int err = getaddrinfo(word, NULL, &hints, &res);
     if (err != 0) {
+        if (short_of_resources || err == EAI_MEMORY || err == EAI_SYSTEM) {
+            SD_ERR("ia", "cannot resolve \"%s\": out of resources (%s)", word,
+                   err == EAI_SYSTEM ? strerror(errno) : gai_strerror(err));
+            return -2;
+        }
         SD_ERR("ia", "\"%s\" is neither an interface nor a resolvable address: %s", word, gai_strerror(err));
         return -1;
     }
@@ -128,15 +139,22 @@ int sd_ia_resolve_address(const char *ia_params, struct sockaddr_storage *out, s
         for (const struct addrinfo *ai = res; ai != NULL && !found; ai = ai->ai_next) {
             if (ai->ai_family != (pass == 0 ? AF_INET : AF_INET6) || is_unspecified(ai->ai_addr))
                 continue;
-            if (scan_interfaces(NULL, ai->ai_addr, out, len, ifname)) {
+            int r = scan_interfaces(NULL, ai->ai_addr, out, len, ifname);
+            if (r > 0) {
                 found = 1;
             } else if (is_v4_loopback(ai->ai_addr)) {
                 store(ai->ai_addr, out, len);
                 found = 1;
+            } else if (r < 0) {
+                short_of_resources = true;
             }
         }
     }
     freeaddrinfo(res);
+    if (!found && short_of_resources) {
+        SD_ERR("ia", "cannot check whether \"%s\" is local: out of resources", word);
+        return -2;
+    }
     if (!found)
         SD_ERR("ia", "\"%s\" does not resolve to an address of this host", word);
     return found ? 0 : -1;

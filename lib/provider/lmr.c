@@ -405,7 +405,7 @@ static DAT_RETURN lmr_sync(DAT_IA_HANDLE ia_handle, const DAT_LMR_TRIPLET *iov, 
         struct emu_pz *epz = zone_of_context(ia, iov[i].lmr_context);
         struct emu_mem_ref ref;
         /* need = 0: no privilege is implied by a sync, only a valid
-         * lmr_context and a range inside its LMR (L8349, L8429). */
+         * lmr_context and a range inside its LMR (L8343, L8429). */
         if (epz == NULL || emu_mem_check_local(ia->mem, (uint32_t)iov[i].lmr_context, iov[i].virtual_address,
                                                iov[i].segment_length, 0, epz, &ref) != EMU_MEM_OK)
             rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);

@@ -135,9 +135,12 @@ static DAT_RETURN sd_rmr_free(DAT_RMR_HANDLE rmr_handle)
     DAT_RETURN rc = sd_rmr_get(rmr_handle, &rmr);
     if (rc != DAT_SUCCESS)
         return rc;
-    /* Bound or not (L8088); nothing depends on an RMR handle. */
+    /* Bound or not (L8088). Nothing takes a dependency on an RMR, so a
+     * failed retire means another free of this handle is under way: the
+     * handle is going away, and dat_rmr_free lists only SUCCESS and
+     * INVALID_HANDLE (L8067-8100). */
     if (!sd_handle_try_retire(&rmr->h))
-        rc = SD_RET(DAT_INVALID_STATE, 0);
+        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RMR);
     else
         rc = sd_handle_destroy(&rmr->h, DAT_INVALID_HANDLE_RMR);
     sd_handle_put(&rmr->h);
