@@ -4,11 +4,23 @@
  *
  * Choices: dat_cr_accept of a CR that carries an EP (RSP or provider EP)
  * takes DAT_HANDLE_NULL or that same EP; any other EP is
- * DAT_INVALID_PARAMETER. dat_cr_handoff re-delivers the request, as a new
- * CR and CONNECTION_REQUEST_EVENT, to the PSP of the same IA listening on
- * the target qualifier; none ⇒ DAT_INVALID_PARAMETER. A CR freed without
- * an answer (IA close) closes the request: the initiator sees
- * NON_PEER_REJECTED. */
+ * DAT_INVALID_PARAMETER. A CR freed without an answer (IA close) closes
+ * the request: the initiator sees NON_PEER_REJECTED.
+ *
+ * dat_cr_handoff (in-process; the spec's "same IA on the same node"):
+ * the target is the SP listening on the handoff qualifier — a PSP, an RSP
+ * that has not had its request yet, or a CSP whose port it is and whose
+ * address is the IA's or the wildcard — of the CR's IA, else of another IA
+ * of this process opened on the same interface adapter (same dat.conf
+ * record, same address). None (or qual 0 / > 65535) ⇒
+ * DAT_INVALID_PARAMETER|ARG2 and the CR is untouched. Otherwise the CR is
+ * destroyed (its handle is dead, its EP goes back as on reject) and the
+ * request is delivered to the target as a new CR with a new
+ * CONNECTION_REQUEST_EVENT on the target's EVD, exactly as an arrival
+ * there: a PROVIDER-flag PSP makes a new provider EP, an RSP hands out its
+ * EP, a full target EVD refuses the request (non-peer reject). Handing a
+ * request to another process would need the socket passed over a unix
+ * socket; not done. */
 #include "lib/provider/cr.h"
 
 #include <errno.h>
@@ -31,25 +43,8 @@ static void cr_teardown(struct sd_handle *h)
     pthread_mutex_unlock(&cr->lock);
     if (c != NULL)
         emu_conn_free(c);
-    if (ep == NULL)
-        return;
-    if (prov) {
-        /* The provider's EP goes back to the provider: gone (L4046). */
-        pthread_mutex_lock(&ep->lock);
-        ep->provider_ep = false;
-        pthread_mutex_unlock(&ep->lock);
-        sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
-    } else {
-        /* The RSP's EP returns to the consumer (L4740). */
-        pthread_mutex_lock(&ep->lock);
-        if (ep->state == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING)
-            ep->state = DAT_EP_STATE_UNCONNECTED;
-        else if (ep->state == DAT_EP_STATE_UNCONFIGURED_PASSIVE)
-            ep->state = DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
-        ep->rsp = NULL;
-        pthread_mutex_unlock(&ep->lock);
-    }
-    sd_handle_put(&ep->h);
+    if (ep != NULL)
+        sd_sp_ep_giveback(ep, prov, false);
 }
 
 static void cr_release(struct sd_handle *h)
@@ -123,7 +118,7 @@ static DAT_RETURN sd_cr_query(DAT_CR_HANDLE cr_handle, DAT_CR_PARAM_MASK mask, D
     return rc;
 }
 
-static DAT_RETURN check_pdata(DAT_COUNT size, const void *pd, DAT_UINT32 size_arg, DAT_UINT32 pd_arg)
+DAT_RETURN sd_cm_check_pdata(DAT_COUNT size, const void *pd, DAT_UINT32 size_arg, DAT_UINT32 pd_arg)
 {
     if (size < 0 || size > SD_MAX_PRIVATE_DATA)
         return SD_RET(DAT_INVALID_PARAMETER, size_arg);
@@ -140,7 +135,7 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
     if (rc != DAT_SUCCESS)
         return rc;
     struct sd_ep *ep = NULL;
-    if ((rc = check_pdata(pdata_size, pdata, DAT_INVALID_ARG3, DAT_INVALID_ARG4)) != DAT_SUCCESS)
+    if ((rc = sd_cm_check_pdata(pdata_size, pdata, DAT_INVALID_ARG3, DAT_INVALID_ARG4)) != DAT_SUCCESS)
         goto out;
     pthread_mutex_lock(&cr->lock);
     struct sd_ep *crep = cr->ep;
@@ -250,7 +245,7 @@ static DAT_RETURN sd_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pdata_size, co
     DAT_RETURN rc = cr_get(cr_handle, &cr);
     if (rc != DAT_SUCCESS)
         return rc;
-    if ((rc = check_pdata(pdata_size, pdata, DAT_INVALID_ARG2, DAT_INVALID_ARG3)) == DAT_SUCCESS) {
+    if ((rc = sd_cm_check_pdata(pdata_size, pdata, DAT_INVALID_ARG2, DAT_INVALID_ARG3)) == DAT_SUCCESS) {
         pthread_mutex_lock(&cr->lock);
         struct emu_conn *c = cr->conn;
         cr->conn = NULL;
@@ -272,21 +267,31 @@ static DAT_RETURN sd_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL qual)
     if (rc != DAT_SUCCESS)
         return rc;
     struct sd_sp *target = NULL;
-    if (qual == 0 || qual > 65535 || (target = sd_sp_find_psp(cr->h.ia, qual)) == NULL) {
+    if (qual == 0 || qual > 65535 || (target = sd_sp_find_handoff(cr->h.ia, qual)) == NULL) {
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-    } else {
-        pthread_mutex_lock(&cr->lock);
-        struct emu_conn *c = cr->conn;
-        cr->conn = NULL;
-        pthread_mutex_unlock(&cr->lock);
-        if (c != NULL) {
-            /* As if the request had arrived there (spec L1147-1152). */
-            sd_sp_deliver(target, c, cr->pdata, (uint16_t)cr->pdata_len, (const struct sockaddr *)&cr->remote,
-                          cr->remote_len, cr->peer_ird, cr->peer_ord);
-        }
-        sd_handle_put(&target->h);
-        rc = sd_handle_destroy(&cr->h, DAT_INVALID_HANDLE_CR);
+        goto out;
     }
+    pthread_mutex_lock(&cr->lock);
+    struct emu_conn *c = cr->conn;
+    cr->conn = NULL;
+    pthread_mutex_unlock(&cr->lock);
+    if (c == NULL) {
+        /* Already answered (a racing accept: the consumer broke the
+         * non-thread-safe rule); nothing left to hand over. */
+        rc = SD_RET(DAT_INVALID_STATE, 0);
+        goto out;
+    }
+    /* The CR dies first: its EP goes back (provider EP destroyed, RSP EP
+     * UNCONNECTED / UNCONFIGURED_UNCONNECTED, L5460), so the target may
+     * even be that EP's RSP's successor. Then the request arrives at the
+     * target as if directly from the initiator (L1147-1152): a new CR and
+     * event there, or, if its EVD is full, a non-peer reject. */
+    rc = sd_handle_destroy(&cr->h, DAT_INVALID_HANDLE_CR);
+    sd_sp_deliver(target, c, cr->pdata, (uint16_t)cr->pdata_len, (const struct sockaddr *)&cr->remote,
+                  cr->remote_len, cr->peer_ird, cr->peer_ord);
+out:
+    if (target != NULL)
+        sd_handle_put(&target->h);
     sd_handle_put(&cr->h);
     return rc;
 }

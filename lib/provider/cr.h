@@ -34,4 +34,9 @@ struct sd_cr *sd_cr_new(struct sd_ia *ia, struct emu_conn *conn, DAT_CONN_QUAL q
                         const void *pdata, uint16_t pdata_len, const struct sockaddr *peer,
                         socklen_t peer_len, uint16_t peer_ird, uint16_t peer_ord);
 
+/* Private data arguments of connect/accept/reject: size in
+ * [0, max_private_data_size] (else DAT_INVALID_PARAMETER|size_arg), data
+ * non-NULL when size > 0 (else |pd_arg). */
+DAT_RETURN sd_cm_check_pdata(DAT_COUNT size, const void *pd, DAT_UINT32 size_arg, DAT_UINT32 pd_arg);
+
 #endif

@@ -1,6 +1,7 @@
 /* softdat EP connection state machine over emu/conn: dat_ep_connect,
- * dat_ep_dup_connect, dat_ep_disconnect, and the emu_conn callbacks that
- * turn connection outcomes into DAT connection events.
+ * dat_ep_common_connect, dat_ep_dup_connect, dat_ep_disconnect, and the
+ * emu_conn callbacks that turn connection outcomes into DAT connection
+ * events.
  *
  * Ownership: an EP's emu_conn lives from connect/accept until the EP is
  * reset, freed or connects again (never freed by a callback), so consumer
@@ -16,7 +17,9 @@
  *   ESTABLISHED        -> CONNECTION_EVENT_ESTABLISHED (active: the Reply's pdata)
  *   PEER_REJECTED      -> CONNECTION_EVENT_PEER_REJECTED (the Reply's pdata)
  *   NON_PEER_REJECTED  -> CONNECTION_EVENT_NON_PEER_REJECTED (ECONNREFUSED: no
- *                         listener; also bad/missing Reply, RSP already used)
+ *                         listener; also bad/missing Reply, RSP already used,
+ *                         full CR EVD, CSP address mismatch: the passive
+ *                         side closes the request without answering)
  *   UNREACHABLE        -> CONNECTION_EVENT_UNREACHABLE (no route / TCP SYN timeout)
  *   TIMED_OUT          -> CONNECTION_EVENT_TIMED_OUT (TCP up, no Reply in time)
  *   ACCEPT_ERROR       -> CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR
@@ -34,6 +37,8 @@
 #include <sys/socket.h>
 
 #include "emu/log.h"
+#include "lib/provider/cr.h"
+#include "lib/provider/csp.h"
 #include "lib/provider/evd.h"
 #include "lib/provider/ia.h"
 #include "lib/provider/psp.h"
@@ -287,15 +292,6 @@ static DAT_RETURN connect_common(struct sd_ep *ep, const struct sockaddr *remote
     }
 }
 
-static DAT_RETURN check_pdata(DAT_COUNT size, const void *pd, DAT_UINT32 size_arg, DAT_UINT32 pd_arg)
-{
-    if (size < 0 || size > SD_MAX_PRIVATE_DATA)
-        return SD_RET(DAT_INVALID_PARAMETER, size_arg);
-    if (size > 0 && pd == NULL)
-        return SD_RET(DAT_INVALID_PARAMETER, pd_arg);
-    return DAT_SUCCESS;
-}
-
 #define ALL_QOS                                                                                 \
     (DAT_QOS_BEST_EFFORT | DAT_QOS_HIGH_THROUGHPUT | DAT_QOS_LOW_LATENCY | DAT_QOS_ECONOMY |   \
      DAT_QOS_PREMIUM)
@@ -314,7 +310,7 @@ static DAT_RETURN sd_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remo
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     else if (timeout == 0)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
-    else if ((rc = check_pdata(pdata_size, pdata, DAT_INVALID_ARG5, DAT_INVALID_ARG6)) != DAT_SUCCESS)
+    else if ((rc = sd_cm_check_pdata(pdata_size, pdata, DAT_INVALID_ARG5, DAT_INVALID_ARG6)) != DAT_SUCCESS)
         ;
     else if (qos & ~(DAT_QOS)ALL_QOS)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
@@ -324,6 +320,34 @@ static DAT_RETURN sd_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remo
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG8);
     else
         rc = connect_common(ep, (const struct sockaddr *)remote, qual, timeout, pdata_size, pdata);
+    sd_handle_put(&ep->h);
+    return rc;
+}
+
+/* The CSP model's active side: the port travels in the address. The EP's
+ * communicator cannot be set yet (dat_ep_modify answers
+ * DAT_MODEL_NOT_SUPPORTED for DAT_EP_FIELD_COMM), so instead of refusing
+ * with DAT_INVALID_STATE ("communicator not defined", L6688) an EP without
+ * one uses the only communicator we support: a TCP stream socket of the
+ * remote address's family. Its return list has no DAT_INVALID_ADDRESS:
+ * address problems are DAT_INVALID_PARAMETER|ARG2. */
+static DAT_RETURN sd_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remote, DAT_TIMEOUT timeout,
+                                       DAT_COUNT pdata_size, const DAT_PVOID pdata)
+{
+    struct sd_ep *ep;
+    DAT_RETURN rc = sd_ep_get(ep_handle, &ep);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    const struct sockaddr *sa = (const struct sockaddr *)remote;
+    if (sa == NULL || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) || emu_sockaddr_port(sa) == 0)
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    else if (timeout == 0)
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    else if ((rc = sd_cm_check_pdata(pdata_size, pdata, DAT_INVALID_ARG4, DAT_INVALID_ARG5)) == DAT_SUCCESS) {
+        rc = connect_common(ep, sa, emu_sockaddr_port(sa), timeout, pdata_size, pdata);
+        if (DAT_GET_TYPE(rc) == DAT_INVALID_ADDRESS)
+            rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    }
     sd_handle_put(&ep->h);
     return rc;
 }
@@ -345,7 +369,7 @@ static DAT_RETURN sd_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_h
         rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
     else if (timeout == 0)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-    else if ((rc = check_pdata(pdata_size, pdata, DAT_INVALID_ARG4, DAT_INVALID_ARG5)) != DAT_SUCCESS)
+    else if ((rc = sd_cm_check_pdata(pdata_size, pdata, DAT_INVALID_ARG4, DAT_INVALID_ARG5)) != DAT_SUCCESS)
         ;
     else if (qos & ~(DAT_QOS)ALL_QOS)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
@@ -426,8 +450,10 @@ void sd_cm_fill_table(DAT_PROVIDER *p)
 {
     p->ep_connect_func = sd_ep_connect;
     p->ep_dup_connect_func = sd_ep_dup_connect;
+    p->ep_common_connect_func = sd_ep_common_connect;
     p->ep_disconnect_func = sd_ep_disconnect;
     sd_psp_fill_table(p);
     sd_rsp_fill_table(p);
     sd_cr_fill_table(p);
+    sd_csp_fill_table(p);
 }

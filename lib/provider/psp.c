@@ -1,9 +1,10 @@
-/* softdat service points: what PSPs and RSPs share (listener, request
- * delivery, the process-wide list cr_handoff searches) and the PSP calls.
+/* softdat service points: what PSPs, RSPs and CSPs share (create, start,
+ * query and free scaffolding, listener, request delivery, the process-wide
+ * list cr_handoff searches) and the PSP calls.
  *
  * A conn qual is a TCP port on the IA's address. Binding it is the
  * in-use check: a second SP on the same port of the same address (in this
- * process or another) gets DAT_CONN_QUAL_IN_USE. */
+ * process or another) gets DAT_CONN_QUAL_IN_USE (a CSP: DAT_PORT_IN_USE). */
 #include "lib/provider/psp.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 
 #include "emu/log.h"
 #include "lib/provider/cr.h"
+#include "lib/provider/csp.h"
 #include "lib/provider/ep.h"
 #include "lib/provider/evd.h"
 #include "lib/provider/ia.h"
@@ -41,17 +43,34 @@ void sd_sp_unregister(struct sd_sp *sp)
     pthread_mutex_unlock(&g_sp_lock);
 }
 
-struct sd_sp *sd_sp_find_psp(struct sd_ia *ia, DAT_CONN_QUAL qual)
+/* Can `sp` take a request that arrived on ia's address on port `qual`? */
+static bool sp_takes_handoff(struct sd_sp *sp, struct sd_ia *ia, DAT_CONN_QUAL qual)
+{
+    pthread_mutex_lock(&sp->lock);
+    bool ok = sp->conn_qual == qual && sp->listener != NULL;
+    if (ok && sp->h.type == DAT_HANDLE_TYPE_RSP)
+        ok = !sp->used && sp->ep != NULL; /* a spent RSP is "no listener" */
+    pthread_mutex_unlock(&sp->lock);
+    if (ok && sp->h.type == DAT_HANDLE_TYPE_CSP)
+        ok = sd_csp_serves(sp, (const struct sockaddr *)&ia->addr);
+    return ok;
+}
+
+struct sd_sp *sd_sp_find_handoff(struct sd_ia *ia, DAT_CONN_QUAL qual)
 {
     struct sd_sp *found = NULL;
     pthread_mutex_lock(&g_sp_lock);
-    for (struct sd_sp *sp = g_sps; sp != NULL; sp = sp->next) {
-        if (sp->h.ia != ia || sp->h.type != DAT_HANDLE_TYPE_PSP || !sd_handle_alive(&sp->h))
-            continue;
-        pthread_mutex_lock(&sp->lock);
-        bool match = sp->conn_qual == qual && sp->listener != NULL;
-        pthread_mutex_unlock(&sp->lock);
-        if (match) {
+    /* Pass 0: the CR's own IA. Pass 1: another IA of this process opened
+     * on the same interface adapter (same dat.conf record and address). */
+    for (int pass = 0; pass < 2 && found == NULL; pass++) {
+        for (struct sd_sp *sp = g_sps; sp != NULL; sp = sp->next) {
+            struct sd_ia *sia = sp->h.ia;
+            bool same = pass == 0 ? sia == ia
+                                  : sia != ia && sia->rec == ia->rec &&
+                                        sd_same_ip((const struct sockaddr *)&sia->addr,
+                                                   (const struct sockaddr *)&ia->addr);
+            if (!same || !sd_handle_alive(&sp->h) || !sp_takes_handoff(sp, ia, qual))
+                continue;
             sd_handle_ref(&sp->h);
             found = sp;
             break;
@@ -61,10 +80,33 @@ struct sd_sp *sd_sp_find_psp(struct sd_ia *ia, DAT_CONN_QUAL qual)
     return found;
 }
 
+void sd_sp_ep_giveback(struct sd_ep *ep, bool prov, bool keep_reserved)
+{
+    pthread_mutex_lock(&ep->lock);
+    if (prov) {
+        /* The provider's EP goes back to the provider: gone (L4046). */
+        ep->provider_ep = false;
+    } else {
+        /* An RSP's consumer EP returns to the consumer (L4740), or stays
+         * reserved when its request never became a CR. */
+        if (ep->state == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING)
+            ep->state = keep_reserved ? DAT_EP_STATE_RESERVED : DAT_EP_STATE_UNCONNECTED;
+        else if (ep->state == DAT_EP_STATE_UNCONFIGURED_PASSIVE)
+            ep->state = keep_reserved ? DAT_EP_STATE_UNCONFIGURED_RESERVED : DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
+        if (!keep_reserved)
+            ep->rsp = NULL;
+    }
+    pthread_mutex_unlock(&ep->lock);
+    if (prov)
+        sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
+    sd_handle_put(&ep->h);
+}
+
 /* ---- requests */
 
-void sd_sp_deliver(struct sd_sp *sp, struct emu_conn *conn, const void *pdata, uint16_t pdata_len,
-                   const struct sockaddr *peer, socklen_t peer_len, uint16_t peer_ird, uint16_t peer_ord)
+static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *conn, const void *pdata,
+                       uint16_t pdata_len, const struct sockaddr *peer, socklen_t peer_len, uint16_t peer_ird,
+                       uint16_t peer_ord)
 {
     struct sd_ia *ia = sp->h.ia;
     struct sd_ep *ep = NULL;
@@ -136,13 +178,15 @@ void sd_sp_deliver(struct sd_sp *sp, struct emu_conn *conn, const void *pdata, u
     DAT_CR_ARRIVAL_EVENT_DATA *d = &ev.event_data.cr_arrival_event_data;
     if (sp->h.type == DAT_HANDLE_TYPE_RSP)
         d->sp_handle.rsp_handle = (DAT_RSP_HANDLE)sp;
+    else if (sp->h.type == DAT_HANDLE_TYPE_CSP)
+        d->sp_handle.csp_handle = (DAT_CSP_HANDLE)sp;
     else
         d->sp_handle.psp_handle = (DAT_PSP_HANDLE)sp;
     d->local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->addr;
     d->conn_qual = qual;
     d->cr_handle = (DAT_CR_HANDLE)cr;
     d->truncate_flag = DAT_FALSE;
-    if (sd_evd_post(sp->evd, &ev, SD_EVQ_CR, 0) != DAT_SUCCESS) {
+    if (sd_evd_post(evd, &ev, SD_EVQ_CR, 0) != DAT_SUCCESS) {
         /* The backlog is the EVD (L3961): full means a non-peer reject;
          * destroying the CR closes the request and undoes the EP. */
         SD_WARN("sp", "CR EVD full: refusing a request on %llu", (unsigned long long)qual);
@@ -150,22 +194,26 @@ void sd_sp_deliver(struct sd_sp *sp, struct emu_conn *conn, const void *pdata, u
     }
     return;
 undo_ep:
-    if (ep == NULL)
+    if (ep != NULL)
+        sd_sp_ep_giveback(ep, prov, true);
+}
+
+void sd_sp_deliver(struct sd_sp *sp, struct emu_conn *conn, const void *pdata, uint16_t pdata_len,
+                   const struct sockaddr *peer, socklen_t peer_len, uint16_t peer_ird, uint16_t peer_ord)
+{
+    /* A handoff (consumer thread) may race the target's free: once its
+     * teardown began, the request meets "no listener" (L4339). */
+    pthread_mutex_lock(&sp->lock);
+    struct sd_evd *evd = sp->listener != NULL ? sp->evd : NULL;
+    if (evd != NULL)
+        sd_handle_ref(&evd->h);
+    pthread_mutex_unlock(&sp->lock);
+    if (evd == NULL) {
+        emu_conn_free(conn);
         return;
-    if (prov) {
-        pthread_mutex_lock(&ep->lock);
-        ep->provider_ep = false;
-        pthread_mutex_unlock(&ep->lock);
-        sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
-    } else {
-        pthread_mutex_lock(&ep->lock);
-        if (ep->state == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING)
-            ep->state = DAT_EP_STATE_RESERVED;
-        else if (ep->state == DAT_EP_STATE_UNCONFIGURED_PASSIVE)
-            ep->state = DAT_EP_STATE_UNCONFIGURED_RESERVED;
-        pthread_mutex_unlock(&ep->lock);
     }
-    sd_handle_put(&ep->h);
+    deliver_to(sp, evd, conn, pdata, pdata_len, peer, peer_len, peer_ird, peer_ord);
+    sd_handle_put(&evd->h);
 }
 
 static void sp_request(struct emu_listener *l, const struct emu_conn_request *req, void *ctx)
@@ -177,18 +225,32 @@ static void sp_request(struct emu_listener *l, const struct emu_conn_request *re
 
 const struct emu_listener_ops sd_sp_listener_ops = {.request = sp_request};
 
-DAT_RETURN sd_sp_listen(struct sd_sp *sp, DAT_CONN_QUAL qual, bool any)
+int sd_sp_listen_at(struct sd_sp *sp, const struct sockaddr *addr, socklen_t len, DAT_CONN_QUAL port, bool any,
+                    const struct emu_listener_ops *ops)
 {
     struct sd_ia *ia = sp->h.ia;
     if (ia->engine == NULL)
-        return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
+        return -ESHUTDOWN;
     struct emu_listener *l = NULL;
-    int r = any ? emu_listener_create_range(ia->engine, (const struct sockaddr *)&ia->addr, ia->addr_len,
-                                            SD_PSP_ANY_LO, SD_PSP_ANY_HI, &sd_sp_listener_ops, sp, &l)
-                : emu_listener_create(ia->engine, (const struct sockaddr *)&ia->addr, ia->addr_len,
-                                      (uint16_t)qual, &sd_sp_listener_ops, sp, &l);
+    int r = any ? emu_listener_create_range(ia->engine, addr, len, SD_PSP_ANY_LO, SD_PSP_ANY_HI, ops, sp, &l)
+                : emu_listener_create(ia->engine, addr, len, (uint16_t)port, ops, sp, &l);
+    if (r != 0)
+        return r;
+    pthread_mutex_lock(&sp->lock);
+    sp->listener = l;
+    sp->conn_qual = any ? emu_listener_port(l) : port;
+    pthread_mutex_unlock(&sp->lock);
+    sd_sp_register(sp);
+    return 0;
+}
+
+DAT_RETURN sd_sp_listen(struct sd_sp *sp, DAT_CONN_QUAL qual, bool any)
+{
+    struct sd_ia *ia = sp->h.ia;
+    int r = sd_sp_listen_at(sp, (const struct sockaddr *)&ia->addr, ia->addr_len, qual, any, &sd_sp_listener_ops);
     switch (r) {
-    case 0: break;
+    case 0: return DAT_SUCCESS;
+    case -ESHUTDOWN: return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
     case -EADDRINUSE:
         return any ? SD_RET(DAT_CONN_QUAL_UNAVAILABLE, 0) : SD_RET(DAT_CONN_QUAL_IN_USE, 0);
     case -EACCES: return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2); /* privileged port */
@@ -196,12 +258,87 @@ DAT_RETURN sd_sp_listen(struct sd_sp *sp, DAT_CONN_QUAL qual, bool any)
         SD_WARN("sp", "listen on port %llu failed: %s", (unsigned long long)qual, strerror(-r));
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
     }
-    pthread_mutex_lock(&sp->lock);
-    sp->listener = l;
-    sp->conn_qual = any ? emu_listener_port(l) : qual;
-    pthread_mutex_unlock(&sp->lock);
-    sd_sp_register(sp);
+}
+
+static uint32_t sp_bad_subtype(const struct sd_sp *sp)
+{
+    switch (sp->h.type) {
+    case DAT_HANDLE_TYPE_RSP: return DAT_INVALID_HANDLE_RSP;
+    case DAT_HANDLE_TYPE_CSP: return DAT_INVALID_HANDLE_CSP;
+    default: return DAT_INVALID_HANDLE_PSP;
+    }
+}
+
+DAT_RETURN sd_sp_new(struct sd_ia *ia, const struct sd_handle_ops *ops, DAT_EVD_HANDLE evd_handle,
+                     struct sd_sp **out)
+{
+    struct sd_evd *evd;
+    DAT_RETURN rc = sd_evd_get(evd_handle, DAT_INVALID_HANDLE_EVD_CR, &evd);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    struct sd_sp *sp = NULL;
+    if (evd->h.ia != ia || !sd_evd_accepts(evd, DAT_EVD_CR_FLAG)) {
+        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
+    } else if ((sp = (struct sd_sp *)sd_handle_alloc(ops, ia)) == NULL) {
+        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+    } else {
+        pthread_mutex_init(&sp->lock, NULL);
+        if (!sd_handle_dep_get(&evd->h)) {
+            sd_handle_discard(&sp->h);
+            sp = NULL;
+            rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
+        } else {
+            sd_handle_ref(&evd->h);
+            sp->evd = evd;
+        }
+    }
+    sd_handle_put(&evd->h);
+    *out = sp;
+    return rc;
+}
+
+DAT_RETURN sd_sp_start(struct sd_sp *sp, DAT_RETURN (*listen)(struct sd_sp *sp, void *arg), void *arg)
+{
+    /* Publish before starting engine work (IA close refuses publish). */
+    DAT_RETURN rc = sd_handle_publish(&sp->h);
+    if (rc != DAT_SUCCESS) {
+        sd_sp_teardown(&sp->h);
+        sd_handle_discard(&sp->h);
+        return rc;
+    }
+    if ((rc = listen(sp, arg)) != DAT_SUCCESS)
+        sd_handle_destroy(&sp->h, sp_bad_subtype(sp));
+    return rc;
+}
+
+DAT_RETURN sd_sp_query_get(DAT_HANDLE raw, uint32_t type, uint32_t bad_subtype, unsigned mask, unsigned all,
+                           const void *p, struct sd_sp **out)
+{
+    struct sd_handle *h;
+    DAT_RETURN rc = sd_handle_get(raw, type, bad_subtype, &h);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    if (mask & ~all)
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    else if (p == NULL)
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    if (rc != DAT_SUCCESS) {
+        sd_handle_put(h);
+        return rc;
+    }
+    *out = (struct sd_sp *)h;
     return DAT_SUCCESS;
+}
+
+DAT_RETURN sd_sp_free(DAT_HANDLE raw, uint32_t type, uint32_t bad_subtype)
+{
+    struct sd_handle *h;
+    DAT_RETURN rc = sd_handle_get(raw, type, bad_subtype, &h);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    rc = sd_handle_destroy(h, bad_subtype);
+    sd_handle_put(h);
+    return rc;
 }
 
 void sd_sp_teardown(struct sd_handle *h)
@@ -214,6 +351,8 @@ void sd_sp_teardown(struct sd_handle *h)
     struct sd_ep *ep = sp->ep;
     sp->ep = NULL;
     bool ep_prov = sp->ep_is_provider;
+    struct sd_evd *evd = sp->evd;
+    sp->evd = NULL;
     pthread_mutex_unlock(&sp->lock);
     /* Blocks until no request callback runs; requests already delivered
      * are CRs and live on. */
@@ -242,10 +381,9 @@ void sd_sp_teardown(struct sd_handle *h)
             sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
         sd_handle_put(&ep->h);
     }
-    if (sp->evd != NULL) {
-        sd_handle_dep_put(&sp->evd->h);
-        sd_handle_put(&sp->evd->h);
-        sp->evd = NULL;
+    if (evd != NULL) {
+        sd_handle_dep_put(&evd->h);
+        sd_handle_put(&evd->h);
     }
 }
 
@@ -265,6 +403,17 @@ static const struct sd_handle_ops psp_ops = {
     .release = sd_sp_release,
 };
 
+struct psp_listen_arg {
+    DAT_CONN_QUAL qual;
+    bool any;
+};
+
+static DAT_RETURN psp_listen(struct sd_sp *sp, void *arg)
+{
+    const struct psp_listen_arg *a = arg;
+    return sd_sp_listen(sp, a->qual, a->any);
+}
+
 static DAT_RETURN psp_create_common(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, bool any, DAT_CONN_QUAL *qual_out,
                                     DAT_EVD_HANDLE evd_handle, DAT_PSP_FLAGS flags, DAT_PSP_HANDLE *psp_handle)
 {
@@ -272,58 +421,25 @@ static DAT_RETURN psp_create_common(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual,
     DAT_RETURN rc = sd_ia_get(ia_handle, &ia);
     if (rc != DAT_SUCCESS)
         return rc;
-    struct sd_evd *evd = NULL;
-    if (psp_handle == NULL) {
+    struct sd_sp *sp;
+    if (psp_handle == NULL)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
-        goto out;
-    }
-    if (any ? qual_out == NULL : (qual == 0 || qual > 65535)) {
+    else if (any ? qual_out == NULL : (qual == 0 || qual > 65535))
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-        goto out;
-    }
-    if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG) {
+    else if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
-        goto out;
+    else if ((rc = sd_sp_new(ia, &psp_ops, evd_handle, &sp)) == DAT_SUCCESS) {
+        sp->flags = flags;
+        struct psp_listen_arg a = {qual, any};
+        if ((rc = sd_sp_start(sp, psp_listen, &a)) == DAT_SUCCESS) {
+            if (any) {
+                pthread_mutex_lock(&sp->lock);
+                *qual_out = sp->conn_qual;
+                pthread_mutex_unlock(&sp->lock);
+            }
+            *psp_handle = (DAT_PSP_HANDLE)sp;
+        }
     }
-    if ((rc = sd_evd_get(evd_handle, DAT_INVALID_HANDLE_EVD_CR, &evd)) != DAT_SUCCESS)
-        goto out;
-    if (evd->h.ia != ia || !sd_evd_accepts(evd, DAT_EVD_CR_FLAG)) {
-        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
-        goto out;
-    }
-    struct sd_sp *sp = (struct sd_sp *)sd_handle_alloc(&psp_ops, ia);
-    if (sp == NULL) {
-        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        goto out;
-    }
-    pthread_mutex_init(&sp->lock, NULL);
-    sp->flags = flags;
-    if (!sd_handle_dep_get(&evd->h)) {
-        sd_handle_discard(&sp->h);
-        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
-        goto out;
-    }
-    sd_handle_ref(&evd->h);
-    sp->evd = evd;
-    /* Publish before starting engine work (IA close refuses publish). */
-    if ((rc = sd_handle_publish(&sp->h)) != DAT_SUCCESS) {
-        sd_sp_teardown(&sp->h);
-        sd_handle_discard(&sp->h);
-        goto out;
-    }
-    if ((rc = sd_sp_listen(sp, qual, any)) != DAT_SUCCESS) {
-        sd_handle_destroy(&sp->h, DAT_INVALID_HANDLE_PSP);
-        goto out;
-    }
-    if (any) {
-        pthread_mutex_lock(&sp->lock);
-        *qual_out = sp->conn_qual;
-        pthread_mutex_unlock(&sp->lock);
-    }
-    *psp_handle = (DAT_PSP_HANDLE)sp;
-out:
-    if (evd != NULL)
-        sd_handle_put(&evd->h);
     sd_handle_put(&ia->h);
     return rc;
 }
@@ -342,36 +458,24 @@ static DAT_RETURN sd_psp_create_any(DAT_IA_HANDLE ia, DAT_CONN_QUAL *qual, DAT_E
 
 static DAT_RETURN sd_psp_query(DAT_PSP_HANDLE psp_handle, DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM *p)
 {
-    struct sd_handle *h;
-    DAT_RETURN rc = sd_handle_get(psp_handle, DAT_HANDLE_TYPE_PSP, DAT_INVALID_HANDLE_PSP, &h);
+    struct sd_sp *sp;
+    DAT_RETURN rc = sd_sp_query_get(psp_handle, DAT_HANDLE_TYPE_PSP, DAT_INVALID_HANDLE_PSP, (unsigned)mask,
+                                    (unsigned)DAT_PSP_FIELD_ALL, p, &sp);
     if (rc != DAT_SUCCESS)
         return rc;
-    struct sd_sp *sp = (struct sd_sp *)h;
-    if ((unsigned)mask & ~(unsigned)DAT_PSP_FIELD_ALL) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-    } else if (p == NULL) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-    } else {
-        pthread_mutex_lock(&sp->lock);
-        p->ia_handle = sd_ia_consumer_handle(sp->h.ia);
-        p->conn_qual = sp->conn_qual;
-        p->evd_handle = (DAT_EVD_HANDLE)sp->evd;
-        p->psp_flags = sp->flags;
-        pthread_mutex_unlock(&sp->lock);
-    }
-    sd_handle_put(h);
-    return rc;
+    pthread_mutex_lock(&sp->lock);
+    p->ia_handle = sd_ia_consumer_handle(sp->h.ia);
+    p->conn_qual = sp->conn_qual;
+    p->evd_handle = (DAT_EVD_HANDLE)sp->evd;
+    p->psp_flags = sp->flags;
+    pthread_mutex_unlock(&sp->lock);
+    sd_handle_put(&sp->h);
+    return DAT_SUCCESS;
 }
 
 static DAT_RETURN sd_psp_free(DAT_PSP_HANDLE psp_handle)
 {
-    struct sd_handle *h;
-    DAT_RETURN rc = sd_handle_get(psp_handle, DAT_HANDLE_TYPE_PSP, DAT_INVALID_HANDLE_PSP, &h);
-    if (rc != DAT_SUCCESS)
-        return rc;
-    rc = sd_handle_destroy(h, DAT_INVALID_HANDLE_PSP);
-    sd_handle_put(h);
-    return rc;
+    return sd_sp_free(psp_handle, DAT_HANDLE_TYPE_PSP, DAT_INVALID_HANDLE_PSP);
 }
 
 void sd_psp_fill_table(DAT_PROVIDER *p)

@@ -26,6 +26,11 @@ static const struct sd_handle_ops rsp_ops = {
     .release = sd_sp_release,
 };
 
+static DAT_RETURN rsp_listen(struct sd_sp *sp, void *arg)
+{
+    return sd_sp_listen(sp, *(const DAT_CONN_QUAL *)arg, false);
+}
+
 static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EP_HANDLE ep_handle,
                                 DAT_EVD_HANDLE evd_handle, DAT_RSP_HANDLE *rsp_handle)
 {
@@ -33,7 +38,6 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
     DAT_RETURN rc = sd_ia_get(ia_handle, &ia);
     if (rc != DAT_SUCCESS)
         return rc;
-    struct sd_evd *evd = NULL;
     struct sd_ep *ep = NULL;
     bool prov = ep_handle == DAT_HANDLE_NULL;
     if (rsp_handle == NULL) {
@@ -56,25 +60,9 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
         rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
         goto out;
     }
-    if ((rc = sd_evd_get(evd_handle, DAT_INVALID_HANDLE_EVD_CR, &evd)) != DAT_SUCCESS)
+    struct sd_sp *sp;
+    if ((rc = sd_sp_new(ia, &rsp_ops, evd_handle, &sp)) != DAT_SUCCESS)
         goto out;
-    if (evd->h.ia != ia || !sd_evd_accepts(evd, DAT_EVD_CR_FLAG)) {
-        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
-        goto out;
-    }
-    struct sd_sp *sp = (struct sd_sp *)sd_handle_alloc(&rsp_ops, ia);
-    if (sp == NULL) {
-        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        goto out;
-    }
-    pthread_mutex_init(&sp->lock, NULL);
-    if (!sd_handle_dep_get(&evd->h)) {
-        sd_handle_discard(&sp->h);
-        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
-        goto out;
-    }
-    sd_handle_ref(&evd->h);
-    sp->evd = evd;
     /* Reserve the EP. */
     pthread_mutex_lock(&ep->cm_lock);
     pthread_mutex_lock(&ep->lock);
@@ -103,19 +91,10 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
         pthread_mutex_unlock(&ep->lock);
     }
     sp->conn_qual = qual;
-    if ((rc = sd_handle_publish(&sp->h)) != DAT_SUCCESS) {
-        sd_sp_teardown(&sp->h); /* also un-reserves the EP */
-        sd_handle_discard(&sp->h);
-        goto out;
-    }
-    if ((rc = sd_sp_listen(sp, qual, false)) != DAT_SUCCESS) {
-        sd_handle_destroy(&sp->h, DAT_INVALID_HANDLE_RSP);
-        goto out;
-    }
-    *rsp_handle = (DAT_RSP_HANDLE)sp;
+    /* On failure the RSP's teardown un-reserves the EP. */
+    if ((rc = sd_sp_start(sp, rsp_listen, &qual)) == DAT_SUCCESS)
+        *rsp_handle = (DAT_RSP_HANDLE)sp;
 out:
-    if (evd != NULL)
-        sd_handle_put(&evd->h);
     if (ep != NULL) {
         /* A provider EP that did not end up reserved is ours to drop. */
         if (prov && rc != DAT_SUCCESS)
@@ -128,36 +107,24 @@ out:
 
 static DAT_RETURN sd_rsp_query(DAT_RSP_HANDLE rsp_handle, DAT_RSP_PARAM_MASK mask, DAT_RSP_PARAM *p)
 {
-    struct sd_handle *h;
-    DAT_RETURN rc = sd_handle_get(rsp_handle, DAT_HANDLE_TYPE_RSP, DAT_INVALID_HANDLE_RSP, &h);
+    struct sd_sp *sp;
+    DAT_RETURN rc = sd_sp_query_get(rsp_handle, DAT_HANDLE_TYPE_RSP, DAT_INVALID_HANDLE_RSP, (unsigned)mask,
+                                    (unsigned)DAT_RSP_FIELD_ALL, p, &sp);
     if (rc != DAT_SUCCESS)
         return rc;
-    struct sd_sp *sp = (struct sd_sp *)h;
-    if ((unsigned)mask & ~(unsigned)DAT_RSP_FIELD_ALL) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-    } else if (p == NULL) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-    } else {
-        pthread_mutex_lock(&sp->lock);
-        p->ia_handle = sd_ia_consumer_handle(sp->h.ia);
-        p->conn_qual = sp->conn_qual;
-        p->evd_handle = (DAT_EVD_HANDLE)sp->evd;
-        p->ep_handle = (DAT_EP_HANDLE)sp->ep;
-        pthread_mutex_unlock(&sp->lock);
-    }
-    sd_handle_put(h);
-    return rc;
+    pthread_mutex_lock(&sp->lock);
+    p->ia_handle = sd_ia_consumer_handle(sp->h.ia);
+    p->conn_qual = sp->conn_qual;
+    p->evd_handle = (DAT_EVD_HANDLE)sp->evd;
+    p->ep_handle = (DAT_EP_HANDLE)sp->ep;
+    pthread_mutex_unlock(&sp->lock);
+    sd_handle_put(&sp->h);
+    return DAT_SUCCESS;
 }
 
 static DAT_RETURN sd_rsp_free(DAT_RSP_HANDLE rsp_handle)
 {
-    struct sd_handle *h;
-    DAT_RETURN rc = sd_handle_get(rsp_handle, DAT_HANDLE_TYPE_RSP, DAT_INVALID_HANDLE_RSP, &h);
-    if (rc != DAT_SUCCESS)
-        return rc;
-    rc = sd_handle_destroy(h, DAT_INVALID_HANDLE_RSP);
-    sd_handle_put(h);
-    return rc;
+    return sd_sp_free(rsp_handle, DAT_HANDLE_TYPE_RSP, DAT_INVALID_HANDLE_RSP);
 }
 
 void sd_rsp_fill_table(DAT_PROVIDER *p)
