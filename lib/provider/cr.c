@@ -12,7 +12,7 @@
  * that has not had its request yet, or a CSP whose port it is and whose
  * address is the IA's or the wildcard — of the CR's IA, else of another IA
  * of this process opened on the same interface adapter (same dat.conf
- * record, same address). None (or qual 0 / > 65535) ⇒
+ * record, same address). None (or a qual naming port 0) ⇒
  * DAT_INVALID_PARAMETER|ARG2 and the CR is untouched. Otherwise the CR is
  * destroyed (its handle is dead, its EP goes back as on reject) and the
  * request is delivered to the target as a new CR with a new
@@ -267,7 +267,7 @@ static DAT_RETURN sd_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL qual)
     if (rc != DAT_SUCCESS)
         return rc;
     struct sd_sp *target = NULL;
-    if (qual == 0 || qual > 65535 || (target = sd_sp_find_handoff(cr->h.ia, qual)) == NULL) {
+    if (!sd_conn_qual_ok(qual) || (target = sd_sp_find_handoff(cr->h.ia, qual)) == NULL) {
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
         goto out;
     }

@@ -306,7 +306,7 @@ static DAT_RETURN sd_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remo
         return rc;
     if (remote == NULL)
         rc = SD_RET(DAT_INVALID_ADDRESS, DAT_INVALID_ADDRESS_MALFORMED);
-    else if (qual == 0 || qual > 65535)
+    else if (!sd_conn_qual_ok(qual))
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     else if (timeout == 0)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);

@@ -2,7 +2,7 @@
  * query and free scaffolding, listener, request delivery, the process-wide
  * list cr_handoff searches) and the PSP calls.
  *
- * A conn qual is a TCP port on the IA's address. Binding it is the
+ * A conn qual names a TCP port (its low 16 bits, sd_conn_qual_ok) on the IA's address. Binding it is the
  * in-use check: a second SP on the same port of the same address (in this
  * process or another) gets DAT_CONN_QUAL_IN_USE (a CSP: DAT_PORT_IN_USE). */
 #include "lib/provider/psp.h"
@@ -424,7 +424,7 @@ static DAT_RETURN psp_create_common(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual,
     struct sd_sp *sp;
     if (psp_handle == NULL)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
-    else if (any ? qual_out == NULL : (qual == 0 || qual > 65535))
+    else if (any ? qual_out == NULL : !sd_conn_qual_ok(qual))
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     else if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);

@@ -62,6 +62,16 @@ DAT_RETURN sd_sp_free(DAT_HANDLE raw, uint32_t type, uint32_t bad_subtype);
 /* Registry of live SPs for cr_handoff. */
 void sd_sp_register(struct sd_sp *sp);
 void sd_sp_unregister(struct sd_sp *sp);
+/* A conn qual names a TCP port: its low 16 bits (spec: for IP transports
+ * the port is the low-order 16 bits of the qualifier; dapltest's limit test
+ * uses qualifiers like 184527646). Events and queries keep the full value;
+ * two qualifiers with the same low bits share a port (DAT_CONN_QUAL_IN_USE).
+ * Port 0 cannot be listened on or connected to. */
+static inline int sd_conn_qual_ok(DAT_CONN_QUAL qual)
+{
+    return (qual & 0xFFFFu) != 0;
+}
+
 /* The live SP a CR of `ia` is handed off to on `qual`, with a reference;
  * NULL if none (cr.c documents the rule). */
 struct sd_sp *sd_sp_find_handoff(struct sd_ia *ia, DAT_CONN_QUAL qual);

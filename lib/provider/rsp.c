@@ -44,7 +44,7 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
         goto out;
     }
-    if (qual == 0 || qual > 65535) {
+    if (!sd_conn_qual_ok(qual)) {
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
         goto out;
     }

@@ -280,8 +280,13 @@ START_TEST(psp_create_query_free)
     side_open(&t, p);
     ck_assert_int_eq(DAT_GET_TYPE(p->psp_create_func(t.ia, q, t.cr, DAT_PSP_PROVIDER_FLAG, &psp2)),
                      DAT_CONN_QUAL_IN_USE);
-    ck_assert_dat_err(p->psp_create_func(s.ia, 70000, s.cr, DAT_PSP_CONSUMER_FLAG, &psp2), DAT_INVALID_PARAMETER,
+    /* A qualifier names the port in its low 16 bits: port 0 is invalid, and
+     * a large qualifier with the same low bits as a bound one shares its port. */
+    ck_assert_dat_err(p->psp_create_func(s.ia, 65536, s.cr, DAT_PSP_CONSUMER_FLAG, &psp2), DAT_INVALID_PARAMETER,
                       DAT_INVALID_ARG2);
+    ck_assert_int_eq(DAT_GET_TYPE(p->psp_create_func(s.ia, ((DAT_CONN_QUAL)2815 << 16) | q, s.cr,
+                                                     DAT_PSP_CONSUMER_FLAG, &psp2)),
+                     DAT_CONN_QUAL_IN_USE);
     ck_assert_dat_err(p->psp_create_func(s.ia, q + 1, s.cr, 2, &psp2), DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
     ck_assert_dat_err(p->psp_create_func(s.ia, q + 1, s.conn, DAT_PSP_CONSUMER_FLAG, &psp2), DAT_INVALID_HANDLE,
                       DAT_INVALID_HANDLE_EVD_CR);
@@ -406,7 +411,7 @@ START_TEST(reject_nolistener_timeout_abort)
                       DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     ck_assert_dat_err(p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, port, 0, 0, NULL, 0, 0),
                       DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
-    ck_assert_dat_err(p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, 70000, 1000000, 0, NULL, 0, 0),
+    ck_assert_dat_err(p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, 65536, 1000000, 0, NULL, 0, 0),
                       DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     ck_assert_int_eq(ep_state(&c, cep), DAT_EP_STATE_UNCONNECTED);
 
