@@ -19,6 +19,7 @@
 #include "lib/provider/ia.h"
 #include "lib/provider/psp.h"
 #include "lib/provider/pz.h"
+#include "lib/provider/srq.h"
 
 
 #define ALL_COMPLETION_FLAGS                                                                    \
@@ -226,6 +227,12 @@ static void ep_teardown(struct sd_handle *h)
     }
     sd_ep_dto_fini(ep);
     pthread_mutex_unlock(&ep->cm_lock);
+    /* The QP is gone (the buffer it held completed FLUSHED): the SRQ
+     * loses this user. */
+    if (ep->srq != NULL) {
+        sd_srq_detach_ep(ep->srq, ep);
+        drop_ref((struct sd_handle **)&ep->srq);
+    }
     drop_ref((struct sd_handle **)&ep->pz);
     drop_ref((struct sd_handle **)&ep->recv_evd);
     drop_ref((struct sd_handle **)&ep->request_evd);
@@ -274,9 +281,20 @@ static int take_dep(struct sd_handle *h)
     return 1;
 }
 
+static DAT_RETURN create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *recv_evd,
+                             struct sd_evd *request_evd, struct sd_evd *connect_evd, struct sd_srq *srq,
+                             const DAT_EP_ATTR *attr, DAT_EP_STATE state, struct sd_ep **out);
+
 DAT_RETURN sd_ep_create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *recv_evd,
                             struct sd_evd *request_evd, struct sd_evd *connect_evd,
                             const DAT_EP_ATTR *attr, DAT_EP_STATE state, struct sd_ep **out)
+{
+    return create_obj(ia, pz, recv_evd, request_evd, connect_evd, NULL, attr, state, out);
+}
+
+static DAT_RETURN create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *recv_evd,
+                             struct sd_evd *request_evd, struct sd_evd *connect_evd, struct sd_srq *srq,
+                             const DAT_EP_ATTR *attr, DAT_EP_STATE state, struct sd_ep **out)
 {
     struct sd_ep *ep = (struct sd_ep *)sd_handle_alloc(&ep_ops, ia);
     if (ep == NULL)
@@ -311,6 +329,17 @@ DAT_RETURN sd_ep_create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *r
         goto fail;
     }
     ep->connect_evd = connect_evd;
+    if (srq != NULL) {
+        /* Before the QP is built: its receives come from the SRQ. The
+         * hard high watermark (max_recv_dtos) is kept as given. */
+        if (!take_dep(&srq->h)) {
+            rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+            goto fail;
+        }
+        ep->srq = srq;
+        ep->attr.max_recv_dtos = attr->max_recv_dtos;
+        ep->attr.srq_soft_hw = attr->srq_soft_hw;
+    }
     if (state == DAT_EP_STATE_UNCONNECTED && !sd_ep_configured_locked(ep))
         state = DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
     ep->state = state;
@@ -321,6 +350,9 @@ DAT_RETURN sd_ep_create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *r
         if (rc != DAT_SUCCESS)
             goto fail;
     }
+    /* On the SRQ's list before anyone can free it (IA close included). */
+    if (ep->srq != NULL)
+        sd_srq_attach_ep(ep->srq, ep);
     rc = sd_handle_publish(&ep->h);
     if (rc != DAT_SUCCESS) {
         sd_ep_dto_fini(ep);
@@ -331,6 +363,9 @@ DAT_RETURN sd_ep_create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *r
     *out = ep;
     return DAT_SUCCESS;
 fail:
+    if (ep->srq != NULL)
+        sd_srq_detach_ep(ep->srq, ep);
+    drop_ref((struct sd_handle **)&ep->srq);
     drop_ref((struct sd_handle **)&ep->pz);
     drop_ref((struct sd_handle **)&ep->recv_evd);
     drop_ref((struct sd_handle **)&ep->request_evd);
@@ -404,6 +439,104 @@ out:
     put_opt(rq);
     put_opt(cn);
     sd_handle_put(&ia->h);
+    return rc;
+}
+
+/* dat_ep_create_with_srq (L5679, S002). The EP PZ may differ from the
+ * SRQ's (provider attribute srq_ep_pz_difference_supported = TRUE): the
+ * EP's PZ governs its requests and inbound RDMA, receive buffers were
+ * checked against the SRQ's PZ when posted (L5727-5731). max_recv_iov is
+ * ignored (L5766).
+ *
+ * High watermarks are not supported (srq_watermarks_supported = 0x001, low
+ * watermark only): no soft or hard high watermark event is ever generated
+ * and dat_ep_set_watermark refuses finite values. L5838-5845 would also
+ * have create refuse finite srq_soft_hw / max_recv_dtos; deployed
+ * consumers do not check the attribute and pass them anyway (Debian
+ * dtestsrq: max_recv_dtos = its burst size, srq_soft_hw = 0), so create
+ * accepts any value >= 0 (or DAT_HW_DEFAULT), keeps it for ep_query and
+ * enforces nothing. */
+static DAT_RETURN sd_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle, DAT_EVD_HANDLE recv_h,
+                                        DAT_EVD_HANDLE req_h, DAT_EVD_HANDLE conn_h, DAT_SRQ_HANDLE srq_handle,
+                                        const DAT_EP_ATTR *attr, DAT_EP_HANDLE *ep_handle)
+{
+    struct sd_ia *ia;
+    DAT_RETURN rc = sd_ia_get(ia_handle, &ia);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    struct sd_pz *pz = NULL;
+    struct sd_evd *rv = NULL, *rq = NULL, *cn = NULL;
+    struct sd_srq *srq = NULL;
+    if ((rc = sd_srq_get(srq_handle, &srq)) != DAT_SUCCESS)
+        goto out;
+    if (srq->h.ia != ia) {
+        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_SRQ);
+        goto out;
+    }
+    if (attr == NULL) {
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
+        goto out;
+    }
+    if (ep_handle == NULL) {
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG8);
+        goto out;
+    }
+    if (pz_handle != DAT_HANDLE_NULL) {
+        rc = sd_pz_get(pz_handle, &pz);
+        if (rc != DAT_SUCCESS)
+            goto out;
+        if (pz->h.ia != ia) {
+            rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+            goto out;
+        }
+    }
+    if ((rc = get_evd_arg(ia, recv_h, DAT_EVD_DTO_FLAG, DAT_INVALID_HANDLE_EVD_RECV, &rv)) != DAT_SUCCESS ||
+        (rc = get_evd_arg(ia, req_h, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, DAT_INVALID_HANDLE_EVD_REQUEST,
+                          &rq)) != DAT_SUCCESS ||
+        (rc = get_evd_arg(ia, conn_h, DAT_EVD_CONNECTION_FLAG, DAT_INVALID_HANDLE_EVD_CONN, &cn)) != DAT_SUCCESS)
+        goto out;
+    const DAT_EP_PARAM_MASK m = DAT_EP_FIELD_EP_ATTR_ALL & ~(DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS |
+                                                            DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV |
+                                                            DAT_EP_FIELD_EP_ATTR_SRQ_SOFT_HW);
+    if ((rc = check_attr(attr, m, DAT_INVALID_ARG7)) != DAT_SUCCESS)
+        goto out;
+    SD_DBG("ep", "create_with_srq: max_recv_dtos %d srq_soft_hw %d", attr->max_recv_dtos, attr->srq_soft_hw);
+    if ((attr->srq_soft_hw < 0 && attr->srq_soft_hw != DAT_HW_DEFAULT) ||
+        (attr->max_recv_dtos < 0 && attr->max_recv_dtos != DAT_HW_DEFAULT)) {
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
+        goto out;
+    }
+    struct sd_ep *ep;
+    rc = create_obj(ia, pz, rv, rq, cn, srq, attr, DAT_EP_STATE_UNCONNECTED, &ep);
+    if (rc == DAT_SUCCESS)
+        *ep_handle = (DAT_EP_HANDLE)ep;
+out:
+    put_opt(srq);
+    put_opt(pz);
+    put_opt(rv);
+    put_opt(rq);
+    put_opt(cn);
+    sd_handle_put(&ia->h);
+    return rc;
+}
+
+/* Soft and hard high watermarks are not supported (provider attribute
+ * srq_watermarks_supported = 0x001, low watermark only): setting both to
+ * DAT_WATERMARK_INFINITE (the default: no event, L6409) is honoured, any
+ * finite value is DAT_MODEL_NOT_SUPPORTED. */
+static DAT_RETURN sd_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft, DAT_COUNT hard)
+{
+    struct sd_ep *ep;
+    DAT_RETURN rc = sd_ep_get(ep_handle, &ep);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    if (soft < 0 && soft != DAT_WATERMARK_INFINITE)
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    else if (hard < 0 && hard != DAT_WATERMARK_INFINITE)
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    else if (soft != DAT_WATERMARK_INFINITE || hard != DAT_WATERMARK_INFINITE)
+        rc = SD_RET(DAT_MODEL_NOT_SUPPORTED, 0);
+    sd_handle_put(&ep->h);
     return rc;
 }
 
@@ -704,7 +837,11 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
 
 /* Receives held by the EP without a completion generated. A TCP stream
  * delivers messages in order, so the allocation span equals the count
- * (spec-part2 §3.12). SRQ EPs: not tracked per EP (DAT_VALUE_UNKNOWN). */
+ * (spec-part2 §3.12). SRQ EPs take a buffer only when a message arrives
+ * (L6177): none outside Connected / Disconnect Pending (the QP flushed
+ * it), none when no EP of the SRQ holds one, the SRQ's count when this
+ * is its only EP; otherwise the split between EPs is not known
+ * (DAT_VALUE_UNKNOWN, L6173). */
 static DAT_RETURN sd_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs, DAT_COUNT *span)
 {
     struct sd_ep *ep;
@@ -714,7 +851,16 @@ static DAT_RETURN sd_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs, DA
     DAT_COUNT n = 0;
     pthread_mutex_lock(&ep->cm_lock); /* the QP is not rebuilt meanwhile */
     if (ep->srq != NULL) {
-        n = DAT_VALUE_UNKNOWN;
+        pthread_mutex_lock(&ep->lock);
+        DAT_EP_STATE st = ep->state;
+        pthread_mutex_unlock(&ep->lock);
+        bool live = st == DAT_EP_STATE_CONNECTED || st == DAT_EP_STATE_CONNECTED_SINGLE_PATH ||
+                    st == DAT_EP_STATE_CONNECTED_MULTI_PATH || st == DAT_EP_STATE_DISCONNECT_PENDING;
+        uint32_t held = live ? sd_srq_held_by_eps(ep->srq) : 0;
+        pthread_mutex_lock(&ep->srq->lock);
+        unsigned neps = ep->srq->neps;
+        pthread_mutex_unlock(&ep->srq->lock);
+        n = held == 0 ? 0 : neps == 1 ? (DAT_COUNT)held : DAT_VALUE_UNKNOWN;
     } else if (ep->qp != NULL) {
         struct emu_qp_stats st;
         emu_qp_get_stats(ep->qp, &st);
@@ -732,6 +878,8 @@ static DAT_RETURN sd_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs, DA
 void sd_ep_fill_table(DAT_PROVIDER *p)
 {
     p->ep_recv_query_func = sd_ep_recv_query;
+    p->ep_create_with_srq_func = sd_ep_create_with_srq;
+    p->ep_set_watermark_func = sd_ep_set_watermark;
     p->ep_create_func = sd_ep_create;
     p->ep_query_func = sd_ep_query;
     p->ep_modify_func = sd_ep_modify;

@@ -36,7 +36,8 @@ struct sd_ep {
     struct sd_evd *recv_evd;        /* dependencies held; may be NULL */
     struct sd_evd *request_evd;
     struct sd_evd *connect_evd;
-    struct sd_srq *srq;
+    struct sd_srq *srq;             /* dependency held; permanent (srq.c) */
+    struct sd_link srq_link;        /* on srq->eps, under srq->lock */
     struct emu_conn *conn;          /* while connecting / connected / disconnecting */
     uint64_t conn_id;               /* unique per connection (window scope) */
     struct sockaddr_storage local_addr, remote_addr;

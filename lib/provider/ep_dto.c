@@ -40,6 +40,7 @@
 #include "lib/provider/lmr.h"
 #include "lib/provider/pz.h"
 #include "lib/provider/rmr.h"
+#include "lib/provider/srq.h"
 
 struct sd_ep_dto {
     struct sd_dto_ring sq, rq;
@@ -170,7 +171,17 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
     struct sd_dto_ring *r = recv ? &d->rq : &d->sq;
     uint32_t idx = (uint32_t)cqe->cookie;
     struct sd_dto_slot s;
-    if (cqe->cookie > UINT32_MAX || !sd_dto_ring_peek(r, idx, &s)) {
+    /* An SRQ EP's receives come from the SRQ's slots (srq.c). */
+    struct sd_srq *srq = recv ? ep->srq : NULL;
+    if (srq != NULL) {
+        memset(&s, 0, sizeof s);
+        s.kind = SD_DTO_RECV;
+        if (!sd_srq_take(srq, cqe->cookie, &s.cookie, &s.len)) {
+            SD_ERR("dto", "ep %p: completion for unknown SRQ cookie %llu", (void *)ep,
+                   (unsigned long long)cqe->cookie);
+            return;
+        }
+    } else if (cqe->cookie > UINT32_MAX || !sd_dto_ring_peek(r, idx, &s)) {
         SD_ERR("dto", "ep %p: completion for unknown %s cookie %llu", (void *)ep, recv ? "recv" : "request",
                (unsigned long long)cqe->cookie);
         return;
@@ -191,7 +202,8 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
      * suppressed success keeps its slot (L8452); anything that produced
      * (or, dropped, would have produced) an event releases it, together
      * with the suppressed slots held before it. The slot's data is in s. */
-    sd_dto_ring_complete(r, idx, n != SD_DTO_NO_EVENT);
+    if (srq == NULL)
+        sd_dto_ring_complete(r, idx, n != SD_DTO_NO_EVENT);
     if (n != SD_DTO_NO_EVENT && evd != NULL && !dying) {
         DAT_EVENT ev;
         memset(&ev, 0, sizeof ev);
@@ -247,6 +259,8 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
         struct sd_rmr *rmr = s.obj;
         sd_handle_put(&rmr->h);
     }
+    if (srq != NULL)
+        sd_srq_done(srq); /* the event is queued (or lost): accounted by the EVD now */
 }
 
 static void send_done(void *ctx, const struct emu_cqe *cqe)
@@ -359,7 +373,7 @@ DAT_RETURN sd_ep_dto_init(struct sd_ep *ep)
     struct emu_qp_attr qa = {
         .mem = ia->mem,
         .pz = ep->pz != NULL ? ep->pz->epz : NULL,
-        .srq = NULL, /* SRQ EPs: receives come from the SRQ object (not here yet) */
+        .srq = ep->srq != NULL ? ep->srq->esrq : NULL, /* receives come from the SRQ */
         .max_send_wr = nsq,
         .max_recv_wr = nrq,
         .max_sge = clamp_u32(sge, 1, EMU_QP_MAX_SGE),

@@ -13,6 +13,7 @@
 #include "emu/log.h"
 #include "lib/provider/ep.h"
 #include "lib/provider/handle.h"
+#include "lib/provider/srq.h"
 
 #pragma weak dat_registry_add_provider
 #pragma weak dat_registry_remove_provider
@@ -60,6 +61,7 @@ static void fill_table(struct sd_provider_rec *rec)
     sd_ep_fill_table(p);
     sd_cm_fill_table(p);     /* connect/disconnect, PSP, RSP, CR */
     sd_ep_dto_fill_table(p); /* DTO posts, rmr_bind, slot 80 */
+    sd_srq_fill_table(p);
     p->device_name = rec->info.ia_name;
     p->extension = NULL;
     p->ia_open_func = g_ia_open[rec->slot];
