@@ -35,7 +35,12 @@ case_() { # reg label "args"
 }
 
 for reg in $(il_registries); do
-    case_ "$reg" "SRQ, 4 connections, burst 10" "-c 4 -B 10"
+    for n in 1 4 16; do
+        for b in 1 16; do
+            case_ "$reg" "SRQ, $n connections, burst $b" "-c $n -B $b"
+        done
+    done
+    case_ "$reg" "SRQ, 4 connections, burst 100" "-c 4 -B 100"
     case_ "$reg" "SRQ, default message size (DAT_IB_TRANSPORT_MTU)" ""
     case_ "$reg" "-S 0 (no SRQ), 4 connections, burst 10" "-S 0 -c 4 -B 10"
     case_ "$reg" "-S 0 (no SRQ), -b 65536, 2 connections" "-S 0 -c 2 -B 4 -b 65536"

@@ -31,6 +31,10 @@ IL_CONF=$BUILD/dat.conf
 IL_DEBIAN_LIBDAT=/usr/lib/x86_64-linux-gnu/libdat2.so.2
 IL_IA=${IL_IA:-softdat-lo}
 IL_TMP=$(mktemp -d "${TMPDIR:-/tmp}/softdat-interop.XXXXXX") || exit 1
+# A sanitized provider (make asan / tsan) loaded by an uninstrumented
+# Debian program needs its runtime loaded first; the program's own leaks
+# are not ours to report.
+IL_SANITIZER_RT=$(ldd "$BUILD/lib/libdaplsoft.so.2" 2>/dev/null | awk '/lib(asan|tsan)\.so/ {print $3; exit}')
 il_fail=0 il_ran=0 il_skipped=0
 il_pids=()
 
@@ -78,6 +82,8 @@ il_cmd() { # REG SECS CMD... -> IL_CMD (array)
     local reg=$1 secs=$2; shift 2
     IL_CMD=(env -u LD_LIBRARY_PATH DAT_OVERRIDE="$IL_CONF")
     [ "$reg" = ours ] && IL_CMD+=(LD_LIBRARY_PATH="$BUILD/lib")
+    [ -n "$IL_SANITIZER_RT" ] &&
+        IL_CMD+=(LD_PRELOAD="$IL_SANITIZER_RT" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
     IL_CMD+=(timeout --kill-after=5 "$secs" "$@")
 }
 il_run() {
