@@ -631,6 +631,11 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
     }
     if ((rc = check_attr(&p->ep_attr, mask, DAT_INVALID_ARG3)) != DAT_SUCCESS)
         goto out;
+    /* An SRQ EP's receive queue is the SRQ's (spec L6316). */
+    if ((mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) && ep->srq != NULL) {
+        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+        goto out;
+    }
     if ((mask & DAT_EP_FIELD_PZ_HANDLE) && p->pz_handle != DAT_HANDLE_NULL) {
         if ((rc = sd_pz_get(p->pz_handle, &npz)) != DAT_SUCCESS)
             goto out;

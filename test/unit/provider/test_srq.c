@@ -375,6 +375,10 @@ START_TEST(ep_with_srq_local)
     ck_assert_dat_ok(p->ep_query_func(ep, DAT_EP_FIELD_ALL, &prm0));
     ck_assert_int_eq(prm0.ep_attr.srq_soft_hw, 0);
     ck_assert_int_eq(prm0.ep_attr.max_recv_dtos, 4);
+    /* Its receive queue is the SRQ's: ep_modify may not resize it (L6316). */
+    prm0.ep_attr.max_recv_dtos = 8;
+    ck_assert_dat_err(p->ep_modify_func(ep, DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS, &prm0), DAT_INVALID_PARAMETER,
+                      DAT_INVALID_ARG3);
     ck_assert_dat_ok(p->ep_free_func(ep));
     b = a;
     b.srq_soft_hw = -3;
