@@ -53,7 +53,6 @@ static void fill_table(struct sd_provider_rec *rec)
 {
     DAT_PROVIDER *p = &rec->table;
     memset(p, 0, sizeof *p);
-    sd_stubs_fill_table(p);
     sd_handle_fill_table(p);
     sd_ia_fill_table(p);
     sd_pz_fill_table(p);
@@ -62,6 +61,7 @@ static void fill_table(struct sd_provider_rec *rec)
     sd_cm_fill_table(p);     /* connect/disconnect, PSP, RSP, CR */
     sd_ep_dto_fill_table(p); /* DTO posts, rmr_bind, slot 80 */
     sd_srq_fill_table(p);
+    sd_ia_ha_fill_table(p);
     p->device_name = rec->info.ia_name;
     p->extension = NULL;
     p->ia_open_func = g_ia_open[rec->slot];
@@ -115,6 +115,20 @@ int sd_provider_detach(const DAT_PROVIDER_INFO *info)
     if (rc == 0 && left == 0)
         sd_handle_registry_shutdown();
     return rc;
+}
+
+int sd_provider_find_params(const char *ia_name, char *params, size_t len)
+{
+    int found = 0;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < SD_MAX_PROVIDER_RECORDS && !found; i++) {
+        if (g_recs[i].in_use && strncmp(g_recs[i].info.ia_name, ia_name, DAT_NAME_MAX_LENGTH) == 0) {
+            snprintf(params, len, "%s", g_recs[i].ia_params);
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return found;
 }
 
 int sd_provider_attached_count(void)

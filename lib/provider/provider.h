@@ -43,16 +43,19 @@ struct sd_provider_rec *sd_provider_attach(const DAT_PROVIDER_INFO *info, const 
 /* Undo attach; returns 0, or -1 if no such record. The last detach drains
  * the handle registry so the library can be unloaded. */
 int sd_provider_detach(const DAT_PROVIDER_INFO *info);
+/* The ia_params of an attached record named ia_name (any key) into params;
+ * 1 if found, else 0. */
+int sd_provider_find_params(const char *ia_name, char *params, size_t len);
 /* Number of attached records (tests). */
 int sd_provider_attached_count(void);
 
-/* Each object file fills the slots it implements; stubs first, so that a
- * later fill overrides a NOT_IMPLEMENTED stub. */
-void sd_stubs_fill_table(DAT_PROVIDER *p);
+/* Each object file fills the slots it implements (provider.c calls them all;
+ * a test checks that no slot is left NULL). */
 void sd_handle_fill_table(DAT_PROVIDER *p);
 void sd_ia_fill_table(DAT_PROVIDER *p);
 void sd_pz_fill_table(DAT_PROVIDER *p);
 void sd_evd_fill_table(DAT_PROVIDER *p);
+void sd_ia_ha_fill_table(DAT_PROVIDER *p);
 
 /* Exported entry points (libdaplsoft.map), called by the registry. */
 void dat_provider_init(const DAT_PROVIDER_INFO *info, const char *ia_params);
