@@ -63,6 +63,8 @@ for reg in $(il_registries); do
         client SR 4096 client RW 4096 client RR 4096 server SR 4096
     client "$reg" "-T T RW/RR multi-segment, -t 2 -w 2" 60 -T T $H -i 100 -t 2 -w 2 \
         client SR 1024 2 server RW 8192 2 client RR 8192 2 server SR 1024 2
+    client "$reg" "-T T many endpoints: -t 2 -w 8 SR+RW+RR -V" 60 -T T $H -i 50 -t 2 -w 8 -V \
+        client SR 512 client RW 4096 client RR 4096 server SR 512
     client "$reg" "-T T -P polling SR+RW+RR 64K" 30 -T T $H -i 50 -t 1 -w 1 -P \
         client SR 65536 server RW 65536 client RR 65536 server SR 65536
     client "$reg" "-T T -f reap sends on recv" 30 -T T $H -i 100 -t 1 -w 1 \
