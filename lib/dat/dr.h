@@ -129,6 +129,8 @@ DAT_IA_HANDLE dr_ia_lookup(DAT_IA_HANDLE small); /* NULL if not live */
 int dr_ia_is_small(DAT_HANDLE h);
 DAT_RETURN dr_ia_remove(DAT_IA_HANDLE small);
 int dr_ia_live_count(void);
+/* The provider IA of some open IA named ia_name, or NULL. */
+DAT_IA_HANDLE dr_ia_find_open(const char *ia_name);
 void dr_ia_clear(void);
 
 /* ------------------------------------------------------------- api_ia.c */

@@ -93,6 +93,20 @@ DAT_RETURN dr_ia_remove(DAT_IA_HANDLE small)
     return rc;
 }
 
+DAT_IA_HANDLE dr_ia_find_open(const char *ia_name)
+{
+    DAT_IA_HANDLE raw = NULL;
+
+    pthread_mutex_lock(&dr_tables_lock);
+    for (unsigned i = 0; i < tab_cap && raw == NULL; i++) {
+        const DAT_PROVIDER *p = tab[i] ? *(DAT_PROVIDER *const *)tab[i] : NULL;
+        if (p && p->device_name && strncmp(p->device_name, ia_name, DAT_NAME_MAX_LENGTH) == 0)
+            raw = tab[i];
+    }
+    pthread_mutex_unlock(&dr_tables_lock);
+    return raw;
+}
+
 int dr_ia_live_count(void)
 {
     int n = 0;

@@ -322,14 +322,6 @@ DAT_RETURN dat_registry_list_providers(DAT_COUNT max_to_return, DAT_COUNT *entri
 }
 
 /* A record served by the softdat provider (whose IAs share nothing). */
-static int is_softdat(const struct sr_rec *r)
-{
-    const char *base = strrchr(r->lib_path, '/');
-
-    base = base ? base + 1 : r->lib_path;
-    return strncmp(base, "libdaplsoft.so", 14) == 0;
-}
-
 /* The first record named name, or NULL. Caller holds sr_mutex. */
 static struct sr_rec *find_name(const char *name)
 {
@@ -346,6 +338,22 @@ static struct sr_rec *find_name(const char *name)
  * registry has no way to know (it would have to open both IAs and ask
  * slot ia_ha_related), so the answer is DAT_HA_UNKNOWN.
  */
+/* What the provider of an open IA named `self` says about `other`:
+ * 1 related, 0 not, -1 no answer (no open IA, or the provider cannot tell). */
+static int ask_related(const char *self, const char *other)
+{
+    DAT_IA_HANDLE raw = dr_ia_find_open(self);
+    DAT_BOOLEAN related = DAT_FALSE;
+
+    if (raw == NULL)
+        return -1;
+    const DAT_PROVIDER *p = *(DAT_PROVIDER *const *)raw;
+    if (p->ia_ha_related_func == NULL ||
+        p->ia_ha_related_func(raw, (const DAT_NAME_PTR)other, &related) != DAT_SUCCESS)
+        return -1;
+    return related == DAT_TRUE;
+}
+
 DAT_RETURN dat_registry_providers_related(const DAT_NAME_PTR ia1_name_ptr,
                                           const DAT_NAME_PTR ia2_name_ptr,
                                           DAT_HA_RELATIONSHIP *relationship)
@@ -368,10 +376,20 @@ DAT_RETURN dat_registry_providers_related(const DAT_NAME_PTR ia1_name_ptr,
         rc = DR_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     else if (a == b)
         *relationship = DAT_HA_TRUE;
-    else if (is_softdat(a) || is_softdat(b))
-        *relationship = DAT_HA_FALSE;
-    else
-        *relationship = DAT_HA_UNKNOWN;
     dr_sr_unlock();
+    if (rc != DAT_SUCCESS || a == b)
+        return rc;
+    /* Spec 8.2.2.2: ask each IA's provider (DAT_IA_HA_RELATED, slot 79)
+     * about the other; agreeing answers are the result, disagreeing ones
+     * CONFLICTING. Only an open IA can be asked: with neither open, or no
+     * provider able to answer, the relationship is UNKNOWN. */
+    int ab = ask_related(ia1_name_ptr, ia2_name_ptr);
+    int ba = ask_related(ia2_name_ptr, ia1_name_ptr);
+    if (ab < 0 && ba < 0)
+        *relationship = DAT_HA_UNKNOWN;
+    else if (ab >= 0 && ba >= 0 && ab != ba)
+        *relationship = DAT_HA_CONFLICTING;
+    else
+        *relationship = (ab >= 0 ? ab : ba) ? DAT_HA_TRUE : DAT_HA_FALSE;
     return rc;
 }

@@ -372,20 +372,41 @@ END_TEST
 START_TEST(providers_related)
 {
     DAT_HA_RELATIONSHIP r = DAT_HA_EXTENSION_BASE;
+    char prov[PATH_MAX + 32];
 
-    use_conf("sa u2.0 nonthreadsafe default libdaplsoft.so.2 p.1.0 \"lo\" \"\"\n"
-             "sa u2.0 threadsafe default libdaplsoft.so.2 p.1.0 \"lo\" \"\"\n"
-             "sb u2.0 nonthreadsafe default /opt/x/lib/libdaplsoft.so.2 p.1.0 \"::1\" \"\"\n"
+    /* The real provider: slot 79 answers for softdat IAs. */
+    snprintf(prov, sizeof prov, "%s/lib/libdaplsoft.so.2", tu_build_dir());
+    use_conf("sa u2.0 nonthreadsafe default %s p.1.0 \"127.0.0.1\" \"\"\n"
+             "sa u2.0 threadsafe default %s p.1.0 \"127.0.0.1\" \"\"\n"
+             "sb u2.0 nonthreadsafe default %s p.1.0 \"::1\" \"\"\n"
              "oa u2.0 nonthreadsafe default libdaplofa.so.2 p.1.0 \"\" \"\"\n"
-             "ob u2.0 nonthreadsafe default libdaplofa.so.2 p.1.0 \"\" \"\"\n");
+             "ob u2.0 nonthreadsafe default libdaplofa.so.2 p.1.0 \"\" \"\"\n",
+             prov, prov, prov);
     ck_assert_int_eq(dat_registry_providers_related("sa", "sa", &r), DAT_SUCCESS);
     ck_assert_int_eq(r, DAT_HA_TRUE);
+    /* No IA open: no provider can be asked. */
     ck_assert_int_eq(dat_registry_providers_related("sa", "sb", &r), DAT_SUCCESS);
-    ck_assert_int_eq(r, DAT_HA_FALSE);
-    ck_assert_int_eq(dat_registry_providers_related("oa", "sb", &r), DAT_SUCCESS);
-    ck_assert_int_eq(r, DAT_HA_FALSE);
+    ck_assert_int_eq(r, DAT_HA_UNKNOWN);
     ck_assert_int_eq(dat_registry_providers_related("oa", "ob", &r), DAT_SUCCESS);
     ck_assert_int_eq(r, DAT_HA_UNKNOWN);
+    /* The provider answers about records it was registered for: with only
+     * sa open it has not heard of sb yet. */
+    DAT_IA_HANDLE ia = DAT_HANDLE_NULL, ib = DAT_HANDLE_NULL;
+    DAT_EVD_HANDLE async = DAT_HANDLE_NULL, asyncb = DAT_HANDLE_NULL;
+    ck_assert_int_eq(dat_ia_open("sa", 4, &async, &ia), DAT_SUCCESS);
+    ck_assert_int_eq(dat_registry_providers_related("sa", "sb", &r), DAT_SUCCESS);
+    ck_assert_int_eq(r, DAT_HA_UNKNOWN);
+    /* Both open: each provider side says 127.0.0.1 and ::1 share "lo". */
+    ck_assert_int_eq(dat_ia_open("sb", 4, &asyncb, &ib), DAT_SUCCESS);
+    ck_assert_int_eq(dat_registry_providers_related("sa", "sb", &r), DAT_SUCCESS);
+    ck_assert_int_eq(r, DAT_HA_TRUE);
+    ck_assert_int_eq(dat_registry_providers_related("sb", "sa", &r), DAT_SUCCESS);
+    ck_assert_int_eq(r, DAT_HA_TRUE);
+    /* softdat does not know OFA's IAs: no answer from either side. */
+    ck_assert_int_eq(dat_registry_providers_related("oa", "sa", &r), DAT_SUCCESS);
+    ck_assert_int_eq(r, DAT_HA_UNKNOWN);
+    ck_assert_int_eq(dat_ia_close(ib, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+    ck_assert_int_eq(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
     ck_assert_uint_eq(dat_registry_providers_related("nope", "sa", &r), 0x80060025);
     ck_assert_uint_eq(dat_registry_providers_related("sa", "nope", &r), 0x80060026);
     ck_assert_uint_eq(dat_registry_providers_related(NULL, "sa", &r), 0x80060025);
