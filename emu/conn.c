@@ -20,7 +20,40 @@
 static const char *const state_names[] = {
     "NEW", "A_TCP", "A_SEND_REQ", "A_WAIT_REP", "A_SEND_RTR", "A_WAIT_RTR_RESP", "P_WAIT_REQ", "P_PENDING",
     "P_DEAD", "P_SEND_REP", "P_WAIT_RTR", "P_SEND_RTR_RESP", "REJECTING", "EST", "CLOSING",
-    "CLOSED"};
+    "LINGER", "CLOSED"};
+
+/* ---------------------------------------------------------------- capability marker */
+
+static const uint8_t cap_magic[3] = {'S', 'D', 'T'};
+
+void emu_conn_caps_encode(uint8_t out[EMU_CONN_CAP_MARKER_LEN], uint32_t caps)
+{
+    memcpy(out, cap_magic, sizeof cap_magic);
+    out[3] = EMU_CONN_CAP_VERSION;
+    out[4] = (uint8_t)(caps >> 24);
+    out[5] = (uint8_t)(caps >> 16);
+    out[6] = (uint8_t)(caps >> 8);
+    out[7] = (uint8_t)caps;
+}
+
+bool emu_conn_caps_parse(const uint8_t *pd, size_t len, uint32_t *caps)
+{
+    if (pd == NULL || len < EMU_CONN_CAP_MARKER_LEN || memcmp(pd, cap_magic, sizeof cap_magic) != 0 ||
+        pd[3] != EMU_CONN_CAP_VERSION)
+        return false;
+    if (caps)
+        *caps = (uint32_t)pd[4] << 24 | (uint32_t)pd[5] << 16 | (uint32_t)pd[6] << 8 | pd[7];
+    return true;
+}
+
+/* marker + consumer bytes into buf (>= EMU_CONN_CAP_MARKER_LEN + len); returns the total. */
+static uint16_t caps_wrap(uint8_t *buf, const void *pd, uint16_t len)
+{
+    emu_conn_caps_encode(buf, EMU_CONN_CAPS_LOCAL);
+    if (len)
+        memmove(buf + EMU_CONN_CAP_MARKER_LEN, pd, len);
+    return (uint16_t)(EMU_CONN_CAP_MARKER_LEN + len);
+}
 
 /* ---------------------------------------------------------------- conn core */
 
@@ -88,7 +121,9 @@ void conn_release(struct emu_conn *c)
         return;
     c->released = true;
     c->user_gone = true;
-    conn_close(c, true);
+    /* A lingering socket already sent its FIN after the data: a plain close
+     * lets the kernel finish that (engine destroy). Everything else: RST. */
+    conn_close(c, c->state != CS_LINGER);
     emu_timer_free(c->timer);
     c->timer = NULL;
     emu_engine_hook_del(c->e, &c->hook);
@@ -409,7 +444,8 @@ static int drain(struct emu_conn *c)
 static void est_readable(struct emu_conn *c)
 {
     int rc = c->ops.rx ? c->ops.rx(c, c->fd, c->ctx) : drain(c);
-    if (gone(c) || c->state == CS_CLOSED || rc == EMU_RX_OK)
+    /* (LINGER: the hook freed the connection; the linger reads on) */
+    if (gone(c) || c->state == CS_CLOSED || c->state == CS_LINGER || rc == EMU_RX_OK)
         return;
     if (rc == EMU_RX_EOF)
         finish(c, EMU_CONN_DISCONNECTED, 0, false);
@@ -417,6 +453,51 @@ static void est_readable(struct emu_conn *c)
         finish(c, EMU_CONN_DISCONNECTED, ECONNRESET, true);
     else
         finish(c, EMU_CONN_BROKEN, rc < 0 ? -rc : EPROTO, true);
+}
+
+/* Abrupt disconnect of an established (or closing) connection: the DAT
+ * side is done now, but the bytes already handed to the socket must reach
+ * the peer, which a RST would destroy (ours unsent, the peer's unread). So:
+ * FIN after the queued bytes, DISCONNECTED at once, then read and discard
+ * until the peer's EOF (or EMU_CONN_ABORT_LINGER_US, then RST). */
+static void enter_linger(struct emu_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->state == CS_EST)
+        shutdown(c->fd, SHUT_WR);
+    SD_TRACE("conn", "%p %s -> LINGER", (void *)c, state_names[c->state]);
+    c->state = CS_LINGER;
+    c->info.fd = -1;
+    c->want_tx = false;
+    pthread_mutex_unlock(&c->lock);
+    emu_timer_arm(c->timer, EMU_CONN_ABORT_LINGER_US);
+    conn_watch(c, EMU_EV_READ, EMU_EV_WRITE);
+}
+
+static void abort_linger(struct emu_conn *c)
+{
+    if (!c->user_gone && c->ops.detach)
+        c->ops.detach(c, c->ctx);
+    enter_linger(c);
+    deliver(c, EMU_CONN_DISCONNECTED, 0, NULL, 0);
+}
+
+/* End of the linger: close (RST after a timeout or error), and free an
+ * orphan the owner already let go of. */
+static void linger_end(struct emu_conn *c, bool abortive)
+{
+    conn_close(c, abortive);
+    if (c->orphan)
+        conn_release(c);
+}
+
+static void linger_readable(struct emu_conn *c)
+{
+    int rc = drain(c);
+    if (rc == EMU_RX_EOF)
+        linger_end(c, false);
+    else if (rc != EMU_RX_OK)
+        linger_end(c, true);
 }
 
 /* ---------------------------------------------------------------- active side */
@@ -502,6 +583,14 @@ static void reply_complete(struct emu_conn *c)
     }
     struct emu_mpa_result res;
     rc = emu_mpa_confirm(&c->req, &rep, &c->pol, &res);
+    /* Only a responder that saw our marker answers with one; from anyone
+     * else the bytes are the consumer's. */
+    uint32_t peer_caps = 0;
+    bool marker = !c->params.no_caps && emu_conn_caps_parse(rep.pd, rep.pd_len, &peer_caps);
+    if (marker) {
+        rep.pd += EMU_CONN_CAP_MARKER_LEN;
+        rep.pd_len = (uint16_t)(rep.pd_len - EMU_CONN_CAP_MARKER_LEN);
+    }
     if (rc == EMU_MPA_E_REJECTED) {
         conn_close(c, false);
         deliver(c, EMU_CONN_PEER_REJECTED, 0, rep.pd, rep.pd_len);
@@ -514,6 +603,9 @@ static void reply_complete(struct emu_conn *c)
         return;
     }
     set_result(c, &res);
+    pthread_mutex_lock(&c->lock);
+    c->info.caps = marker ? peer_caps & EMU_CONN_CAPS_LOCAL : 0;
+    pthread_mutex_unlock(&c->lock);
     c->rep_pd_len = rep.pd_len;
     if (rep.pd_len)
         memcpy(c->rep_pd, rep.pd, rep.pd_len);
@@ -602,6 +694,8 @@ static void deliver_request(struct emu_conn *c)
         .peer_ord = c->req.ord,
         .peer_p2p = c->req.p2p,
         .mpa_rev = c->req.rev,
+        .peer_marker = c->peer_marker,
+        .peer_caps = c->peer_caps,
     };
     l->in_cb++;
     l->ops.request(l, &r, l->ctx);
@@ -611,16 +705,26 @@ static void deliver_request(struct emu_conn *c)
 
 static void reject_reply(struct emu_conn *c, const void *pd, uint16_t pd_len);
 
+/* Keep the Request's private data in req_pd, minus our capability marker. */
+static void request_store(struct emu_conn *c, const struct emu_mpa_frame *f)
+{
+    c->req = *f;
+    c->req.pd = c->req_pd;
+    c->peer_caps = 0;
+    c->peer_marker = emu_conn_caps_parse(f->pd, f->pd_len, &c->peer_caps);
+    size_t skip = c->peer_marker ? EMU_CONN_CAP_MARKER_LEN : 0;
+    c->req.pd_len = (uint16_t)(f->pd_len - skip);
+    if (c->req.pd_len)
+        memcpy(c->req_pd, f->pd + skip, c->req.pd_len);
+}
+
 static void request_complete(struct emu_conn *c)
 {
     struct emu_mpa_frame f;
     int rc = emu_mpa_parse_strict(c->in, c->in_len, EMU_MPA_REQUEST, 2, 0, &f);
     if (rc == EMU_MPA_E_MARKERS) {
         /* A well-formed Request we cannot serve: reject it politely. */
-        c->req = f;
-        if (f.pd_len)
-            memcpy(c->req_pd, f.pd, f.pd_len);
-        c->req.pd = c->req_pd;
+        request_store(c, &f);
         conn_listener_unlink(c);
         reject_reply(c, NULL, 0);
         return;
@@ -630,10 +734,7 @@ static void request_complete(struct emu_conn *c)
         conn_release(c);
         return;
     }
-    c->req = f;
-    if (f.pd_len)
-        memcpy(c->req_pd, f.pd, f.pd_len);
-    c->req.pd = c->req_pd;
+    request_store(c, &f);
     deliver_request(c);
 }
 
@@ -719,6 +820,12 @@ static void reject_reply(struct emu_conn *c, const void *pd, uint16_t pd_len)
     struct emu_mpa_frame rep;
     struct emu_mpa_policy pol = {.rev = 2};
     size_t len = 0;
+    uint8_t buf[EMU_CONN_CAP_MARKER_LEN + EMU_CONN_PDATA_MAX];
+    if (c->peer_marker && pd_len <= EMU_CONN_PDATA_MAX) {
+        /* softdat initiator: it strips a marker from every Reply */
+        pd_len = caps_wrap(buf, pd, pd_len);
+        pd = buf;
+    }
     int rc = emu_mpa_reject(&c->req, &pol, pd, pd_len, &rep);
     if (rc == EMU_MPA_OK)
         rc = emu_mpa_encode(&rep, c->out, sizeof c->out, &len);
@@ -860,6 +967,9 @@ static void conn_readable(struct emu_conn *c)
     case CS_CLOSING:
         est_readable(c);
         break;
+    case CS_LINGER:
+        linger_readable(c);
+        break;
     default:
         /* Bytes we did not ask for (e.g. data before our Reply went out):
          * stop listening until the state wants them. */
@@ -914,6 +1024,10 @@ static void conn_timer(void *arg)
         case CS_CLOSING:
             finish(c, EMU_CONN_DISCONNECTED, ETIMEDOUT, true);
             break;
+        case CS_LINGER:
+            SD_DBG("conn", "%p no EOF from the peer after an abrupt disconnect: RST", (void *)c);
+            linger_end(c, true);
+            break;
         default:
             break;
         }
@@ -946,10 +1060,16 @@ int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_
     if (ops)
         c->ops = *ops;
     c->ctx = ctx;
-    if (pdata_len)
-        memcpy(c->req_pd, pdata, pdata_len);
     c->req.pd = c->req_pd;
-    c->req.pd_len = pdata_len;
+    if (c->params.no_caps) {
+        if (pdata_len)
+            memcpy(c->req_pd, pdata, pdata_len);
+        c->req.pd_len = pdata_len;
+    } else {
+        /* Our capability marker first (wire.md §2.6): the responder echoes
+         * one iff it is softdat too. */
+        c->req.pd_len = caps_wrap(c->req_pd, pdata, pdata_len);
+    }
 
     c->fd = socket(c->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
@@ -1009,7 +1129,17 @@ static void accept_job(void *arg)
         struct emu_mpa_frame rep;
         struct emu_mpa_result res;
         size_t len = 0;
-        int rc = emu_mpa_accept(&c->req, &c->pol, c->apd, c->apd_len, &rep, &res);
+        /* Answer a marker with ours; a plain iWARP initiator gets its
+         * private data untouched. */
+        bool marker = c->peer_marker && !c->params.no_caps;
+        uint8_t buf[EMU_CONN_CAP_MARKER_LEN + EMU_CONN_PDATA_MAX];
+        const uint8_t *pd = c->apd;
+        uint16_t pd_len = c->apd_len;
+        if (marker) {
+            pd_len = caps_wrap(buf, c->apd, c->apd_len);
+            pd = buf;
+        }
+        int rc = emu_mpa_accept(&c->req, &c->pol, pd, pd_len, &rep, &res);
         if (rc == EMU_MPA_OK)
             rc = emu_mpa_encode(&rep, c->out, sizeof c->out, &len);
         if (rc != EMU_MPA_OK) {
@@ -1017,6 +1147,9 @@ static void accept_job(void *arg)
             finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
         } else {
             set_result(c, &res);
+            pthread_mutex_lock(&c->lock);
+            c->info.caps = marker ? c->peer_caps & EMU_CONN_CAPS_LOCAL : 0;
+            pthread_mutex_unlock(&c->lock);
             c->out_len = len;
             c->out_off = 0;
             set_state(c, CS_P_SEND_REP);
@@ -1105,12 +1238,12 @@ static void disconnect_job_common(struct emu_conn *c, bool graceful)
             pthread_mutex_unlock(&c->lock);
             emu_timer_arm(c->timer, EMU_CONN_CLOSE_TIMEOUT_US);
         } else {
-            finish(c, EMU_CONN_DISCONNECTED, 0, true);
+            abort_linger(c);
         }
         break;
     case CS_CLOSING:
         if (!graceful)
-            finish(c, EMU_CONN_DISCONNECTED, 0, true);
+            abort_linger(c);
         break;
     case CS_NEW:
     case CS_A_TCP:
@@ -1170,7 +1303,7 @@ static void fail_job(void *arg)
     struct fail_req *f = arg;
     struct emu_conn *c = f->c;
     enter(c);
-    if (!gone(c) && c->state != CS_CLOSED && c->state != CS_P_PENDING &&
+    if (!gone(c) && c->state != CS_CLOSED && c->state != CS_LINGER && c->state != CS_P_PENDING &&
         c->state != CS_P_DEAD && c->state != CS_P_WAIT_REQ && c->state != CS_REJECTING)
         finish(c, EMU_CONN_BROKEN, f->err ? f->err : EPROTO, true);
     leave(c);
@@ -1199,6 +1332,17 @@ int emu_conn_fail(struct emu_conn *c, int err)
 static void free_job(void *arg)
 {
     struct emu_conn *c = arg;
+    if (!c->released && (c->state == CS_LINGER || c->state == CS_EST || c->state == CS_CLOSING)) {
+        /* The engine finishes the linger and frees it; no more events.
+         * Freeing a live connection is an abrupt disconnect too: FIN after
+         * the bytes already written, not a RST that could destroy them.
+         * (No detach call: the owner stopped using the fd already.) */
+        c->user_gone = true;
+        c->orphan = true;
+        if (c->state != CS_LINGER)
+            enter_linger(c);
+        return;
+    }
     if (c->in_cb > 0) {
         /* Inside one of c's callbacks: finish when it returns. */
         c->user_gone = true;

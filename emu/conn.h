@@ -37,10 +37,23 @@
 struct emu_conn;
 struct emu_listener;
 
+/* softdat capability marker (docs/wire.md §2.6): 8 bytes at the start of
+ * the MPA private data (after the v2 IRD/ORD block) of both the Request and
+ * the Reply: 'S' 'D' 'T' version(1) + capability mask (32-bit big-endian).
+ * emu/conn adds and strips it; the consumer never sees it. */
+#define EMU_CONN_CAP_MARKER_LEN 8
+#define EMU_CONN_CAP_VERSION 1
+#define EMU_CONN_CAP_ATOMICS (1u << 0) /* RFC 7306 Atomic Request/Response */
+#define EMU_CONN_CAP_IMM (1u << 1)     /* RFC 7306 Immediate Data (write with immediate) */
+#define EMU_CONN_CAPS_LOCAL (EMU_CONN_CAP_ATOMICS | EMU_CONN_CAP_IMM) /* what we offer */
+
 /* Largest consumer private data we send (connect, accept, reject): a v2
- * frame with PD_Length <= 256, which siw and Chelsio accept. Received
- * private data may be up to EMU_MPA_PD_MAX - 4 (508) bytes. */
-#define EMU_CONN_PDATA_MAX (EMU_MPA_PD_INTEROP - EMU_MPA_V2_LEN)
+ * frame with PD_Length <= 256 (what siw and Chelsio accept) holding the
+ * IRD/ORD block, our capability marker and the consumer's bytes: 244, the
+ * provider's max_private_data_size (lib/provider/limits.h). Received
+ * private data may be up to EMU_MPA_PD_MAX - 4 (508) bytes (a foreign peer
+ * sends no marker). */
+#define EMU_CONN_PDATA_MAX (EMU_MPA_PD_INTEROP - EMU_MPA_V2_LEN - EMU_CONN_CAP_MARKER_LEN)
 #define EMU_CONN_PDATA_RX_MAX (EMU_MPA_PD_MAX - EMU_MPA_V2_LEN)
 
 #define EMU_TIMEOUT_INFINITE UINT64_MAX
@@ -50,6 +63,7 @@ struct emu_listener;
 #define EMU_CONN_RTR_TIMEOUT_US 10000000u  /* passive: Reply sent -> RTR received */
 #define EMU_CONN_CLOSE_TIMEOUT_US 3000000u /* graceful: our FIN -> peer's FIN */
 #define EMU_CONN_REJECT_LINGER_US 1000000u /* reject Reply sent -> close */
+#define EMU_CONN_ABORT_LINGER_US 2000000u  /* abrupt disconnect: our FIN -> peer's EOF, then close */
 
 enum emu_conn_event_type {
     EMU_CONN_ESTABLISHED = 1,   /* both sides; active side carries the Reply's pdata */
@@ -95,6 +109,8 @@ struct emu_conn_params {
                                    (no RTR; interop/testing) */
     unsigned rtr_offer;         /* connect: enum emu_mpa_rtr set to offer;
                                    0 = WRITE|READ (SEND is never offered) */
+    bool no_caps;               /* send no capability marker: behave like a plain
+                                   iWARP peer (interop/testing; connect and accept) */
 };
 
 /* Data path hooks. All optional; all run on the engine thread. */
@@ -137,6 +153,9 @@ struct emu_conn_info {
     uint16_t ord;               /* outbound reads we may have in flight */
     uint32_t emss;              /* TCP_MAXSEG */
     uint32_t mulpdu;            /* emu_mpa_mulpdu(emss) */
+    uint32_t caps;              /* EMU_CONN_CAP_* offered by both sides (capability
+                                   markers in Request and Reply); 0 with a plain
+                                   iWARP peer. The data path enables RFC 7306 from it */
 };
 
 /* What a listener's owner learns about an incoming connection. */
@@ -153,6 +172,8 @@ struct emu_conn_request {
     uint16_t peer_ird, peer_ord;
     bool peer_p2p;
     uint8_t mpa_rev;
+    bool peer_marker;           /* the Request carried our capability marker */
+    uint32_t peer_caps;         /* its mask (0 without a marker) */
 };
 
 struct emu_listener_ops {
@@ -205,15 +226,23 @@ const void *emu_conn_request_pdata(const struct emu_conn *req, uint16_t *len);
 /* ---- teardown ----
  * graceful: shutdown(SHUT_WR) (call it once your send side has handed every
  * byte to emu_conn_writev), DISCONNECTED when the peer's FIN arrives (or
- * after EMU_CONN_CLOSE_TIMEOUT_US, then err = ETIMEDOUT). Abrupt: RST
- * (SO_LINGER 0), DISCONNECTED at once. While connecting/accepting: aborts,
+ * after EMU_CONN_CLOSE_TIMEOUT_US, then err = ETIMEDOUT). Abrupt:
+ * DISCONNECTED at once (detach first; emu_conn_writev fails from then on),
+ * but on the wire a FIN after every byte already written, never a RST
+ * while the peer may still be reading: the engine keeps the socket, reads
+ * and discards until the peer's EOF or EMU_CONN_ABORT_LINGER_US (then RST),
+ * and closes it. emu_conn_free during that time hands the socket to the
+ * engine (no events either way). While connecting/accepting: aborts (RST),
  * DISCONNECTED. Already terminal: no-op. 0 or -EINVAL (a request not yet
  * accepted: reject or free it instead). */
 int emu_conn_disconnect(struct emu_conn *c, bool graceful);
 /* The data path found a fatal error (it may have written a Terminate
  * already): abort with RST and deliver BROKEN (err). No-op if terminal. */
 int emu_conn_fail(struct emu_conn *c, int err);
-/* Close in any state, no further events (abortive close if still open). */
+/* Close in any state, no further events. An established (or closing)
+ * connection ends like an abrupt disconnect on the wire (FIN after the
+ * bytes already written; the engine lingers, then closes and frees it);
+ * one still connecting or accepting is reset. */
 void emu_conn_free(struct emu_conn *c);
 
 /* ---- data path access ---- */
@@ -229,6 +258,13 @@ void emu_conn_set_ops(struct emu_conn *c, const struct emu_conn_ops *ops, void *
 ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt);
 /* Ask for (or stop) ops->tx calls on writability. Any thread. */
 void emu_conn_want_tx(struct emu_conn *c, bool on);
+
+/* Capability marker codec (docs/wire.md §2.6). encode writes
+ * EMU_CONN_CAP_MARKER_LEN bytes. parse: true iff pd starts with a complete
+ * version-1 marker (then *caps = its mask); anything else (shorter, other
+ * bytes) is not a marker and belongs to the consumer. */
+void emu_conn_caps_encode(uint8_t out[EMU_CONN_CAP_MARKER_LEN], uint32_t caps);
+bool emu_conn_caps_parse(const uint8_t *pd, size_t len, uint32_t *caps);
 
 /* Helpers for addresses (also used by the provider). */
 bool emu_sockaddr_is_loopback(const struct sockaddr *sa);

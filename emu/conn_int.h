@@ -28,6 +28,8 @@ enum cstate {
     CS_REJECTING,       /* passive: reject Reply written, lingering (engine owns it) */
     CS_EST,             /* established */
     CS_CLOSING,         /* established, our FIN sent, waiting for the peer's */
+    CS_LINGER,          /* abrupt disconnect reported; FIN sent, reading and discarding
+                           until the peer's EOF or the linger timer, then close */
     CS_CLOSED,          /* socket closed */
 };
 
@@ -51,6 +53,9 @@ struct emu_conn {
     bool answered;              /* passive: accept/reject called (under lock) */
     int in_cb;
     int dead_err;               /* CS_P_DEAD: why */
+    bool orphan;                /* CS_LINGER: freed by the owner, the engine closes and frees */
+    bool peer_marker;           /* passive: the Request carried a capability marker */
+    uint32_t peer_caps;         /* passive: its mask */
 
     struct emu_listener *listener; /* CS_P_WAIT_REQ only */
     struct emu_conn *lprev, *lnext;

@@ -221,6 +221,7 @@ int emu_qp_reset(struct emu_qp *qp)
     qp->tx_bytes = qp->tx_fpdus = 0;
     qp->ird = qp->a.ird;
     qp->ord = qp->a.ord;
+    qp->caps = qp->a.rfc7306 ? EMU_CONN_CAPS_LOCAL : 0;
     pthread_mutex_unlock(&qp->sq_lock);
     qp_rx_reset(qp);
     qp->rx_dead = false;
@@ -271,6 +272,9 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
         qp->tx_msn[EMU_QN_READ_REQ] = 2;
     qp->term_pending = qp->tx_dead = false;
     qp->tx_hold = info.recv_first;
+    /* RFC 7306 opcodes only towards a peer that offered them in its
+     * capability marker (wire.md §2.6), or when the owner says so. */
+    qp->caps = qp->a.rfc7306 ? EMU_CONN_CAPS_LOCAL : info.caps & EMU_CONN_CAPS_LOCAL;
     pthread_mutex_unlock(&qp->sq_lock);
 
     qp_rx_reset(qp);
@@ -286,8 +290,8 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     pthread_mutex_lock(&qp->sq_lock);
     qp_tx_pump(qp);
     pthread_mutex_unlock(&qp->sq_lock);
-    SD_DBG("qp", "%p attached: crc %d ird %u ord %u fpdu %u", (void *)qp, info.crc,
-           info.ird, info.ord, qp->mulpdu);
+    SD_DBG("qp", "%p attached: crc %d ird %u ord %u fpdu %u rfc7306 caps %#x", (void *)qp,
+           info.crc, info.ird, info.ord, qp->mulpdu, qp->caps);
     return 0;
 }
 
@@ -445,13 +449,9 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
     case EMU_WR_BIND:
         break;
     case EMU_WR_WRITE_IMM:
-        if (!qp->a.rfc7306)
-            return -EOPNOTSUPP;
         break;
     case EMU_WR_FETCH_ADD:
     case EMU_WR_CMP_SWAP:
-        if (!qp->a.rfc7306)
-            return -EOPNOTSUPP;
         if (wr->nsge < 1 || wr->sge[0].len < 8)
             return -EINVAL;
         break;
@@ -464,6 +464,13 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
     if (!qp->c || qp->tx_dead || qp->disc_pending) {
         pthread_mutex_unlock(&qp->sq_lock);
         return -ENOTCONN;
+    }
+    uint32_t need = wr->op == EMU_WR_WRITE_IMM ? EMU_CONN_CAP_IMM
+                    : wr->op == EMU_WR_FETCH_ADD || wr->op == EMU_WR_CMP_SWAP ? EMU_CONN_CAP_ATOMICS
+                                                                              : 0;
+    if ((qp->caps & need) != need) {
+        pthread_mutex_unlock(&qp->sq_lock);
+        return -EOPNOTSUPP;
     }
     if (qp->sq_tail - qp->sq_head >= qp->sq_cap) {
         pthread_mutex_unlock(&qp->sq_lock);

@@ -59,7 +59,8 @@ enum emu_wr_op {
     /* receive-side completion kinds (emu_cqe.op) */
     EMU_WC_RECV,
     EMU_WC_RECV_INV,      /* Send with Invalidate: inv_stag was invalidated */
-    EMU_WC_RECV_IMM,      /* Immediate Data consumed a receive: imm valid */
+    EMU_WC_RECV_IMM,      /* Immediate Data consumed a receive: imm valid, byte_len =
+                             the RDMA Write right before it (0 if none) */
 };
 
 enum {
@@ -141,10 +142,13 @@ struct emu_qp_attr {
     uint64_t max_message_size;   /* Send/Recv limit (EMU_WC_LOC_LEN beyond) */
     uint64_t max_rdma_size;
     uint16_t ird, ord;           /* local limits; negotiated values apply once attached */
-    bool rfc7306;                /* the peer is known to speak RFC 7306 (our own provider,
-                                    agreed in private data): enables WRITE_IMM, atomics and
-                                    receiving opcodes 0x8-0xB. Off: those posts return
-                                    -EOPNOTSUPP and such opcodes are a protocol error. */
+    bool rfc7306;                /* force RFC 7306 on (tests, or an owner that knows
+                                    the peer). Otherwise emu_qp_attach enables what both
+                                    ends offered in the MPA capability marker
+                                    (emu_conn_info.caps): WRITE_IMM needs the immediate
+                                    bit, atomics the atomics bit, else those posts return
+                                    -EOPNOTSUPP; opcodes 0x8-0xB are received iff any
+                                    capability is in use, else a protocol error. */
     const struct emu_qp_ops *ops;
     void *ctx;
 };
@@ -179,7 +183,7 @@ int emu_qp_reset(struct emu_qp *qp);
  * 0, -ENOSPC (queue full), -EINVAL (bad WR: nsge, op), -ENOTCONN (send side
  * while not attached, after a failure or once a graceful disconnect began:
  * the caller decides between queueing semantics and flushing per its state
- * machine), -EOPNOTSUPP (WRITE_IMM / atomics without attr.rfc7306).
+ * machine), -EOPNOTSUPP (WRITE_IMM / atomics not negotiated, see attr.rfc7306).
  * Atomics need sge[0].len >= 8 (the original value lands there, host
  * order) and an 8-byte aligned remote target. The posting thread writes
  * directly to the socket when the send queue is idle. Sends over max_message_size and RDMA over max_rdma_size

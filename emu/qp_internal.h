@@ -121,6 +121,9 @@ struct emu_qp {
     /* ---- send side (sq_lock) ---- */
     pthread_mutex_t sq_lock;
     struct emu_conn *c;         /* attached connection (NULL when not attached) */
+    uint32_t caps;              /* RFC 7306 in use (EMU_CONN_CAP_*): attr.rfc7306, or what
+                                   both ends offered (conn info); written with sq_lock and
+                                   rx_lock held, read under either */
     uint64_t conn_id;
     bool crc;
     bool tx_dead;               /* error or Terminate sent: no more bytes */
@@ -167,6 +170,10 @@ struct emu_qp {
     size_t trl_have, trl_need;
     uint32_t crc_acc;
     struct emu_mem_ref wref;    /* Write target, held while placing */
+    uint64_t rx_wlen;           /* payload bytes of the RDMA Write message in progress */
+    uint32_t rx_last_wlen;      /* length of the last complete Write message ... */
+    bool rx_prev_write;         /* ... if it was the last message on the stream: an
+                                   Immediate Data right after it reports that length */
     bool have_recv;             /* cur_recv holds a receive in progress */
     bool recv_err_set;
     enum emu_wc_status recv_err;

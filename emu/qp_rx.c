@@ -33,7 +33,10 @@ static inline uint32_t be32(const uint8_t *p)
 
 void qp_rx_reset(struct emu_qp *qp)
 {
-    emu_ddp_rx_init(&qp->ddp, qp->a.rfc7306);
+    emu_ddp_rx_init(&qp->ddp, qp->caps != 0);
+    qp->rx_wlen = 0;
+    qp->rx_last_wlen = 0;
+    qp->rx_prev_write = false;
     qp->phase = RX_LEN;
     qp->kind = RXK_NONE;
     qp->hhave = 0;
@@ -315,6 +318,12 @@ static int immediate(struct emu_qp *qp, bool engine)
     cqe.status = EMU_WC_SUCCESS;
     cqe.imm = emu_rdmap_imm_to_u32(h->u.imm);
     cqe.solicited = h->opcode == EMU_OP_IMM_SE;
+    /* Write with immediate = Write + Immediate Data back to back on the
+     * stream (the sender never puts another message between them), so the
+     * Write just before is the one this immediate belongs to: report its
+     * length, as an IB write-with-immediate receive does. */
+    cqe.byte_len = qp->rx_prev_write ? qp->rx_last_wlen : 0;
+    qp->rx_prev_write = false;
     qp->ncomp++;
     if (qp->ops.recv_done)
         qp->ops.recv_done(qp->a.ctx, &cqe);
@@ -437,6 +446,16 @@ static int seg_done(struct emu_qp *qp, bool engine)
     }
     if (!h->tagged)
         emu_ddp_rx_advance(&qp->ddp, h);
+    if (h->opcode == EMU_OP_WRITE) {
+        qp->rx_wlen += h->payload_len;
+        if (h->last) {
+            qp->rx_last_wlen = qp->rx_wlen > UINT32_MAX ? UINT32_MAX : (uint32_t)qp->rx_wlen;
+            qp->rx_wlen = 0;
+            qp->rx_prev_write = true;
+        }
+    } else if (h->last && h->opcode != EMU_OP_IMM && h->opcode != EMU_OP_IMM_SE) {
+        qp->rx_prev_write = false;
+    }
     int rc = 0;
     switch (h->opcode) {
     case EMU_OP_SEND:

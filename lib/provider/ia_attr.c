@@ -11,6 +11,9 @@ static DAT_NAMED_ATTR provider_specific[] = {
     {"DAT_EXTENSION_INTERFACE", "TRUE"},
     {"DAT_EXTENSION_VERSION", "209"},
     {"DAT_IB_RDMA_READ", "TRUE"},
+    /* RFC 7306 over the wire, between softdat peers (MPA capability marker,
+     * docs/wire.md §2.6); towards a plain iWARP peer the posts return
+     * DAT_MODEL_NOT_SUPPORTED. */
     {"DAT_IB_IMMED_DATA", "TRUE"},
     {"DAT_IB_CMP_AND_SWAP", "TRUE"},
     {"DAT_IB_FETCH_AND_ADD", "TRUE"},

@@ -2,6 +2,7 @@
  * Two engines in one process talk over 127.0.0.1 / ::1. */
 #include "emu/conn.h"
 #include "emu/engine.h"
+#include "lib/provider/limits.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -15,6 +16,11 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+/* What the provider reports as max_private_data_size is exactly what fits
+ * beside the IRD/ORD block and the capability marker in PD_Length 256. */
+_Static_assert(EMU_CONN_PDATA_MAX == SD_MAX_PRIVATE_DATA, "private data limits disagree");
+_Static_assert(EMU_CONN_CAP_MARKER_LEN == SD_MPA_CAP_MARKER_BYTES, "marker size disagrees");
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -177,6 +183,8 @@ struct lis {
     uint16_t pdlen;
     char peer[64];
     uint16_t peer_ird, peer_ord;
+    bool peer_marker;
+    uint32_t peer_caps;
     /* auto-accept */
     struct side *sides;
     int nsides;
@@ -210,6 +218,8 @@ static void on_request(struct emu_listener *ls, const struct emu_conn_request *r
     emu_sockaddr_str(r->peer, l->peer, sizeof l->peer);
     l->peer_ird = r->peer_ird;
     l->peer_ord = r->peer_ord;
+    l->peer_marker = r->peer_marker;
+    l->peer_caps = r->peer_caps;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->m);
     /* Answer from the engine thread itself: must not deadlock. */
@@ -324,6 +334,8 @@ START_TEST(connect_accept_pdata_and_data)
     ck_assert_msg(strncmp(l.peer, "127.0.0.1:", 10) == 0, "peer %s", l.peer);
     ck_assert_uint_eq(l.peer_ird, 4);
     ck_assert_uint_eq(l.peer_ord, 8);
+    ck_assert(l.peer_marker); /* stripped from the pdata above */
+    ck_assert_uint_eq(l.peer_caps, EMU_CONN_CAPS_LOCAL);
     uint16_t rl = 0;
     ck_assert(memcmp(emu_conn_request_pdata(lis_req(&l, 0), &rl), "hello", 5) == 0);
     ck_assert_uint_eq(rl, 5);
@@ -357,6 +369,8 @@ START_TEST(connect_accept_pdata_and_data)
     ck_assert_uint_eq(pi.ird, 16);
     ck_assert_uint_eq(ai.ord, 8);  /* initiator ord 8 <= responder ird 16 */
     ck_assert_uint_eq(ai.ird, 4);
+    ck_assert_uint_eq(ai.caps, EMU_CONN_CAP_ATOMICS | EMU_CONN_CAP_IMM);
+    ck_assert_uint_eq(pi.caps, EMU_CONN_CAP_ATOMICS | EMU_CONN_CAP_IMM);
     ck_assert_uint_gt(ai.mulpdu, 1000);
     ck_assert_int_ge(ai.fd, 0);
     ck_assert_uint_eq(emu_sockaddr_port((struct sockaddr *)&ai.peer), emu_listener_port(ls));
@@ -891,16 +905,18 @@ START_TEST(initiator_read_rtr)
     struct emu_conn *ac = connect4(ntohs(la.sin_port), &ap, "rd", 2, &ops_rx, &a);
     int fd = accept(lfd, NULL, NULL);
     ck_assert_int_ge(fd, 0);
-    uint8_t req[26];
-    ck_assert_int_eq(recv_exact(fd, req, 26, 3000), 26);
+    uint8_t req[34];
+    ck_assert_int_eq(recv_exact(fd, req, 34, 3000), 34);
     ck_assert(memcmp(req, "MPA ID Req Frame", 16) == 0);
     ck_assert_uint_eq(req[16], 0x10); /* Enhanced; no C on loopback */
-    ck_assert_uint_eq(req[19], 6);    /* v2 block + 2 */
+    ck_assert_uint_eq(req[19], 14);   /* v2 block + marker + 2 */
     ck_assert_uint_eq(req[20], 0x80); /* A | IRD 2 */
     ck_assert_uint_eq(req[21], 2);
     ck_assert_uint_eq(req[22], 0xC0); /* C | D offered, ORD 3 */
     ck_assert_uint_eq(req[23], 3);
-    ck_assert(memcmp(req + 24, "rd", 2) == 0);
+    static const uint8_t marker[8] = {'S', 'D', 'T', 1, 0, 0, 0, 3};
+    ck_assert(memcmp(req + 24, marker, 8) == 0);
+    ck_assert(memcmp(req + 32, "rd", 2) == 0);
     uint8_t rep[27];
     memcpy(rep, "MPA ID Rep Frame", 16);
     rep[16] = 0x10;
@@ -934,6 +950,7 @@ START_TEST(initiator_read_rtr)
     ck_assert_int_eq(ai.rtr, EMU_MPA_RTR_READ);
     ck_assert_uint_eq(ai.ord, 1); /* lowered to the responder's IRD */
     ck_assert_uint_eq(ai.ird, 2);
+    ck_assert_uint_eq(ai.caps, 0); /* a plain iWARP responder: no marker, no RFC 7306 */
     ck_assert(side_wait_rx(&a, 4, 5000));
     ck_assert(memcmp(a.rx, "data", 4) == 0);
     close(fd);
@@ -1225,6 +1242,361 @@ START_TEST(destroy_engines_with_live_connections)
 }
 END_TEST
 
+
+/* ---------------------------------------------------------------- capability marker */
+
+START_TEST(caps_marker_codec)
+{
+    uint8_t m[8];
+    uint32_t caps = 0;
+    emu_conn_caps_encode(m, EMU_CONN_CAP_ATOMICS | EMU_CONN_CAP_IMM | 0x80000000u);
+    static const uint8_t want[8] = {'S', 'D', 'T', 1, 0x80, 0, 0, 3};
+    ck_assert(memcmp(m, want, 8) == 0);
+    ck_assert(emu_conn_caps_parse(m, 8, &caps));
+    ck_assert_uint_eq(caps, 0x80000003u); /* unknown bits reported, callers mask */
+    ck_assert(!emu_conn_caps_parse(m, 7, &caps)); /* truncated */
+    ck_assert(!emu_conn_caps_parse(NULL, 8, &caps));
+    m[3] = 2;
+    ck_assert(!emu_conn_caps_parse(m, 8, &caps)); /* other version: not ours */
+    m[3] = 1;
+    m[0] = 's';
+    ck_assert(!emu_conn_caps_parse(m, 8, &caps)); /* other magic */
+}
+END_TEST
+
+/* A raw initiator's Request: enhanced v2 + Write RTR, then pd. Returns the
+ * responder's Reply private data (after the IRD/ORD block) in out. */
+static int raw_request_reply(uint16_t port, const uint8_t *pd, uint16_t pd_len, uint8_t *out,
+                             int *fd_out)
+{
+    uint8_t req[24 + 64];
+    memcpy(req, "MPA ID Req Frame", 16);
+    req[16] = 0x10;
+    req[17] = 2;
+    req[18] = 0;
+    req[19] = (uint8_t)(4 + pd_len);
+    req[20] = 0x80;
+    req[21] = 4;
+    req[22] = 0x80;
+    req[23] = 4;
+    memcpy(req + 24, pd, pd_len);
+    int fd = raw_connect(port);
+    ck_assert_int_eq(send(fd, req, 24u + pd_len, 0), (ssize_t)(24u + pd_len));
+    uint8_t hdr[20];
+    ck_assert_int_eq(recv_exact(fd, hdr, 20, 3000), 20);
+    ck_assert(memcmp(hdr, "MPA ID Rep Frame", 16) == 0);
+    int len = hdr[18] << 8 | hdr[19];
+    uint8_t blk[4];
+    ck_assert_int_ge(len, 4);
+    ck_assert_int_eq(recv_exact(fd, blk, 4, 3000), 4);
+    if (len > 4)
+        ck_assert_int_eq(recv_exact(fd, out, len - 4, 3000), len - 4);
+    *fd_out = fd;
+    return len - 4;
+}
+
+/* Foreign (raw) initiators: without the marker, with a truncated one, with
+ * bytes that merely look like one, and with a real one. */
+START_TEST(caps_marker_foreign_initiator)
+{
+    struct lis l;
+    lis_init(&l, L_ACCEPT);
+    struct side p[4];
+    for (int i = 0; i < 4; i++)
+        side_init(&p[i]);
+    l.sides = p;
+    l.nsides = 4;
+    memcpy(l.apd, "ok!", 3);
+    l.apd_len = 3;
+    struct emu_listener *ls = listen4(&l);
+    uint16_t port = emu_listener_port(ls);
+    static const uint8_t plain[] = "hello world";
+    static const uint8_t trunc[6] = {'S', 'D', 'T', 1, 0, 0};
+    static const uint8_t other[10] = {'S', 'D', 'T', 9, 0, 0, 0, 3, 'z', 'z'};
+    static const uint8_t real[10] = {'S', 'D', 'T', 1, 0, 0, 0, 2, 'x', 'y'};
+    const struct {
+        const uint8_t *pd;
+        uint16_t len;
+        bool marker;
+    } cases[4] = {{plain, 11, false}, {trunc, 6, false}, {other, 10, false}, {real, 10, true}};
+    for (int k = 0; k < 4; k++) {
+        uint8_t rpd[64];
+        int fd = -1;
+        int rl = raw_request_reply(port, cases[k].pd, cases[k].len, rpd, &fd);
+        ck_assert(lis_wait(&l, k + 1, 5000));
+        pthread_mutex_lock(&l.m);
+        if (cases[k].marker) {
+            ck_assert(l.peer_marker);
+            ck_assert_uint_eq(l.peer_caps, EMU_CONN_CAP_IMM);
+            ck_assert_int_eq(l.pdlen, 2);
+            ck_assert(memcmp(l.pd, "xy", 2) == 0);
+        } else {
+            /* the consumer's bytes, untouched */
+            ck_assert(!l.peer_marker);
+            ck_assert_uint_eq(l.peer_caps, 0);
+            ck_assert_int_eq(l.pdlen, cases[k].len);
+            ck_assert(memcmp(l.pd, cases[k].pd, cases[k].len) == 0);
+        }
+        pthread_mutex_unlock(&l.m);
+        if (cases[k].marker) {
+            /* answered with our marker, then the consumer's bytes */
+            ck_assert_int_eq(rl, 11);
+            static const uint8_t mk[8] = {'S', 'D', 'T', 1, 0, 0, 0, 3};
+            ck_assert(memcmp(rpd, mk, 8) == 0);
+            ck_assert(memcmp(rpd + 8, "ok!", 3) == 0);
+        } else {
+            ck_assert_int_eq(rl, 3); /* no marker towards a plain peer */
+            ck_assert(memcmp(rpd, "ok!", 3) == 0);
+        }
+        static const uint8_t rtr[20] = {0x00, 0x0e, 0xc1, 0x40, 0, 0, 0, 1, 0, 0,
+                                        0,    0,    0,    0,    0, 0, 0, 0, 0, 0};
+        ck_assert_int_eq(send(fd, rtr, 20, 0), 20);
+        ck_assert(side_wait(&p[k], 1, 5000));
+        ck_assert_int_eq(p[k].ev[0].type, EMU_CONN_ESTABLISHED);
+        struct emu_conn_info pi;
+        ck_assert_int_eq(emu_conn_get_info(p[k].c, &pi), 0);
+        /* only what both offered: the raw peer offered IMM only */
+        ck_assert_uint_eq(pi.caps, cases[k].marker ? EMU_CONN_CAP_IMM : 0);
+        close(fd);
+        check_one_terminal(&p[k], EMU_CONN_DISCONNECTED);
+        emu_conn_free(p[k].c);
+    }
+    emu_listener_free(ls);
+}
+END_TEST
+
+/* Our initiator and responder with no_caps on either side, and rejects:
+ * private data is exact in every combination. */
+START_TEST(caps_marker_no_caps_and_reject)
+{
+    for (int k = 0; k < 3; k++) {
+        /* k 0: initiator no_caps, 1: responder no_caps, 2: reject (both offer) */
+        struct lis l;
+        lis_init(&l, k == 2 ? L_REJECT : L_ACCEPT);
+        struct side a, p;
+        side_init(&a);
+        side_init(&p);
+        l.sides = &p;
+        l.nsides = 1;
+        l.params.no_caps = k == 1;
+        /* Looks like a marker: must survive where the initiator knows the
+         * Reply's marker position (its own no_caps, or a softdat responder).
+         * From a plain responder (k 1) such bytes would be taken for a
+         * marker, the documented price of the convention. */
+        memcpy(l.apd, k == 1 ? "abcdefgh" : "SDT\001abcd", 8);
+        l.apd_len = 8;
+        struct emu_listener *ls = listen4(&l);
+        struct emu_conn_params ap = {.no_caps = k == 0};
+        /* (a no_caps initiator whose own bytes started with a marker would
+         * be taken for softdat: the price of the convention; not tested) */
+        struct emu_conn *ac = connect4(emu_listener_port(ls), &ap, "plain:)", 7, &ops_plain, &a);
+        ck_assert(lis_wait(&l, 1, 5000));
+        ck_assert(side_wait(&a, 1, 5000));
+        ck_assert(l.peer_marker == (k != 0));
+        ck_assert_int_eq(l.pdlen, 7);
+        ck_assert(memcmp(l.pd, "plain:)", 7) == 0);
+        ck_assert_int_eq(a.ev[0].type, k == 2 ? EMU_CONN_PEER_REJECTED : EMU_CONN_ESTABLISHED);
+        /* the responder's bytes, exactly, even though they look like a marker */
+        ck_assert_int_eq(a.ev[0].len, 8);
+        ck_assert(memcmp(a.ev[0].pd, k == 1 ? "abcdefgh" : "SDT\001abcd", 8) == 0);
+        if (k != 2) {
+            ck_assert(side_wait(&p, 1, 5000));
+            struct emu_conn_info ai, pi;
+            ck_assert_int_eq(emu_conn_get_info(ac, &ai), 0);
+            ck_assert_int_eq(emu_conn_get_info(p.c, &pi), 0);
+            ck_assert_uint_eq(ai.caps, 0);
+            ck_assert_uint_eq(pi.caps, 0);
+            emu_conn_free(p.c);
+        }
+        emu_conn_free(ac);
+        emu_listener_free(ls);
+    }
+}
+END_TEST
+
+/* ---------------------------------------------------------------- abrupt disconnect keeps data */
+
+struct sink {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    bool hold;
+    uint64_t got;
+    bool bad;
+};
+
+static struct sink g_sink;
+
+/* Counting rx hook; the first call blocks (bounded) while hold is set, so
+ * the bytes pile up in the socket buffers. */
+static int on_rx_count(struct emu_conn *c, int fd, void *ctx)
+{
+    (void)c;
+    (void)ctx;
+    struct sink *k = &g_sink;
+    struct timespec ts;
+    deadline(&ts, 10000);
+    pthread_mutex_lock(&k->m);
+    while (k->hold)
+        if (pthread_cond_timedwait(&k->cv, &k->m, &ts) != 0)
+            break;
+    pthread_mutex_unlock(&k->m);
+    static uint8_t buf[65536];
+    int rc = EMU_RX_OK;
+    for (int i = 0; i < 64; i++) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n > 0) {
+            pthread_mutex_lock(&k->m);
+            for (ssize_t j = 0; j < n; j++)
+                if (buf[j] != (uint8_t)((k->got + (uint64_t)j) * 13))
+                    k->bad = true;
+            k->got += (uint64_t)n;
+            pthread_cond_broadcast(&k->cv);
+            pthread_mutex_unlock(&k->m);
+            continue;
+        }
+        if (n == 0)
+            rc = EMU_RX_EOF;
+        else if (errno != EAGAIN)
+            rc = -errno;
+        break;
+    }
+    return rc;
+}
+
+static const struct emu_conn_ops ops_count = {.event = on_event, .rx = on_rx_count,
+                                              .detach = on_detach};
+
+START_TEST(abrupt_disconnect_delivers_written_bytes)
+{
+    /* _i 0: the owner keeps the conn until the end; 1: frees it right after
+     * DISCONNECTED (the engine finishes the linger on its own); 2: frees
+     * the established conn without disconnecting (same wire behaviour, no
+     * local event) */
+    memset(&g_sink, 0, sizeof g_sink);
+    pthread_mutex_init(&g_sink.m, NULL);
+    pthread_cond_init(&g_sink.cv, NULL);
+    g_sink.hold = true;
+    struct lis l;
+    lis_init(&l, L_ACCEPT);
+    struct side a, p;
+    side_init(&a);
+    side_init(&p);
+    l.sides = &p;
+    l.nsides = 1;
+    l.ops = &ops_count;
+    struct emu_listener *ls = listen4(&l);
+    struct emu_conn *ac = connect4(emu_listener_port(ls), NULL, NULL, 0, &ops_rx, &a);
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert(side_wait(&p, 1, 5000));
+    /* "Completed sends": everything the socket accepted, up to 16 MiB. */
+    static uint8_t chunk[65536];
+    uint64_t sent = 0;
+    for (int i = 0; i < 256; i++) {
+        for (size_t j = 0; j < sizeof chunk; j++)
+            chunk[j] = (uint8_t)((sent + j) * 13);
+        struct iovec v = {chunk, sizeof chunk};
+        ssize_t n = emu_conn_writev(ac, &v, 1);
+        if (n == -EAGAIN)
+            break;
+        ck_assert_int_gt(n, 0);
+        sent += (uint64_t)n;
+        if ((size_t)n < sizeof chunk)
+            break;
+    }
+    ck_assert_uint_gt(sent, 65536);
+    int a_events = 1;
+    if (_i == 2) {
+        emu_conn_free(ac);
+        ac = NULL;
+    } else {
+        ck_assert_int_eq(emu_conn_disconnect(ac, false), 0);
+        /* local side: DISCONNECTED at once, fd already let go of */
+        ck_assert(side_wait(&a, 2, 2000));
+        ck_assert_int_eq(a.ev[1].type, EMU_CONN_DISCONNECTED);
+        ck_assert_int_eq(a.detached, 1);
+        ck_assert_int_eq(a.events_at_detach, 1);
+        a_events = 2;
+        struct iovec v = {chunk, 1};
+        ck_assert_int_eq(emu_conn_writev(ac, &v, 1), -ENOTCONN);
+        struct emu_conn_info ai;
+        ck_assert_int_eq(emu_conn_get_info(ac, &ai), -ENOTCONN);
+    }
+    if (_i == 1) {
+        emu_conn_free(ac);
+        ac = NULL;
+    }
+    sleep_ms(100);
+    pthread_mutex_lock(&g_sink.m);
+    g_sink.hold = false;
+    pthread_cond_broadcast(&g_sink.cv);
+    pthread_mutex_unlock(&g_sink.m);
+    /* the peer reads every byte, then a clean EOF (FIN, not RST) */
+    check_one_terminal(&p, EMU_CONN_DISCONNECTED);
+    ck_assert_int_eq(p.ev[1].err, 0);
+    pthread_mutex_lock(&g_sink.m);
+    ck_assert_uint_eq(g_sink.got, sent);
+    ck_assert(!g_sink.bad);
+    pthread_mutex_unlock(&g_sink.m);
+    sleep_ms(50);
+    ck_assert_int_eq(side_n(&a), a_events); /* still exactly one terminal event (none if freed) */
+    emu_conn_free(ac);
+    emu_conn_free(p.c);
+    emu_listener_free(ls);
+}
+END_TEST
+
+/* A peer that neither reads nor closes: the lingering socket is reset after
+ * EMU_CONN_ABORT_LINGER_US; the local event came at once. */
+START_TEST(abrupt_disconnect_linger_times_out)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in la = a4(0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&la, sizeof la), 0);
+    ck_assert_int_eq(listen(lfd, 4), 0);
+    socklen_t sl = sizeof la;
+    getsockname(lfd, (struct sockaddr *)&la, &sl);
+    struct side a;
+    side_init(&a);
+    struct emu_conn *ac = connect4(ntohs(la.sin_port), NULL, NULL, 0, &ops_rx, &a);
+    int fd = accept(lfd, NULL, NULL);
+    ck_assert_int_ge(fd, 0);
+    uint8_t req[32];
+    ck_assert_int_eq(recv_exact(fd, req, 32, 3000), 32);
+    static const uint8_t rep[24] = {'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R', 'e', 'p', ' ', 'F',
+                                    'r', 'a', 'm', 'e', 0x10, 2, 0, 4, 0x80, 4, 0x80, 0};
+    ck_assert_int_eq(send(fd, rep, 24, 0), 24);
+    uint8_t rtr[20];
+    ck_assert_int_eq(recv_exact(fd, rtr, 20, 3000), 20);
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
+    ck_assert_int_eq(emu_conn_disconnect(ac, false), 0);
+    ck_assert(side_wait(&a, 2, 1000));
+    ck_assert_int_eq(a.ev[1].type, EMU_CONN_DISCONNECTED);
+    emu_conn_free(ac); /* orphaned to the engine */
+    /* FIN first (recv 0), the raw peer keeps its end open and silent */
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    ck_assert_int_eq(poll(&pf, 1, 1000), 1);
+    uint8_t b;
+    ck_assert_int_eq(recv(fd, &b, 1, 0), 0);
+    /* data after our FIN is read and discarded, then the timer resets */
+    ck_assert_int_eq(send(fd, "late", 4, MSG_NOSIGNAL), 4);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int err = 0;
+    for (int i = 0; i < 60 && err == 0; i++) {
+        sleep_ms(100);
+        if (send(fd, "x", 1, MSG_NOSIGNAL) < 0)
+            err = errno;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ck_assert_int_eq(err == EPIPE || err == ECONNRESET, 1);
+    double dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ck_assert_msg(dt > 1.0 && dt < 4.0, "reset after %.2f s", dt);
+    close(fd);
+    close(lfd);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("emu_conn");
@@ -1251,6 +1623,11 @@ static Suite *suite(void)
     tcase_add_test(tc, free_in_any_state);
     tcase_add_test(tc, listener_errors_and_ranges);
     tcase_add_test(tc, destroy_engines_with_live_connections);
+    tcase_add_test(tc, caps_marker_codec);
+    tcase_add_test(tc, caps_marker_foreign_initiator);
+    tcase_add_test(tc, caps_marker_no_caps_and_reject);
+    tcase_add_loop_test(tc, abrupt_disconnect_delivers_written_bytes, 0, 3);
+    tcase_add_test(tc, abrupt_disconnect_linger_times_out);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -168,6 +168,7 @@ static const struct emu_conn_ops cops = {.event = on_event, .rx = on_rx, .tx = o
 
 static struct emu_conn_params g_params;
 static bool g_no_p2p;
+static int g_no_caps; /* 1: initiator sends no capability marker; 2: responder answers without */
 
 static void on_request(struct emu_listener *l, const struct emu_conn_request *r, void *ctx)
 {
@@ -292,8 +293,9 @@ static void pair_up_cfg(const struct qpcfg *qa, const struct qpcfg *qb, enum emu
                      0);
     sin.sin_port = htons(emu_listener_port(g_lis));
     struct emu_conn_params p = {.ird = qa->ird, .ord = qa->ord, .crc = crc,
-                                .no_p2p = g_no_p2p};
-    g_params = (struct emu_conn_params){.ird = qb->ird, .ord = qb->ord, .crc = crc};
+                                .no_p2p = g_no_p2p, .no_caps = g_no_caps == 1};
+    g_params = (struct emu_conn_params){.ird = qb->ird, .ord = qb->ord, .crc = crc,
+                                        .no_caps = g_no_caps == 2};
     ck_assert_int_eq(emu_conn_connect(A.e, (struct sockaddr *)&sin, sizeof sin, NULL, 0, &p,
                                       NULL, 0, &cops, &A, &A.c),
                      0);
@@ -321,6 +323,7 @@ static void side_teardown(struct side *s)
 static void pair_down(void)
 {
     g_raw_a = g_no_p2p = false;
+    g_no_caps = 0;
     emu_listener_free(g_lis);
     side_teardown(&A);
     side_teardown(&B);
@@ -945,7 +948,15 @@ END_TEST
 
 START_TEST(t_rfc7306_off)
 {
+    /* _i 1: the initiator is a plain iWARP peer (no marker); 2: the
+     * responder answers without one. Either way nothing is negotiated. */
+    g_no_caps = _i;
     pair_up();
+    struct emu_conn_info ai, bi;
+    ck_assert_int_eq(emu_conn_get_info(A.c, &ai), 0);
+    ck_assert_int_eq(emu_conn_get_info(B.c, &bi), 0);
+    ck_assert_uint_eq(ai.caps, 0);
+    ck_assert_uint_eq(bi.caps, 0);
     uint64_t r;
     struct emu_wr fa = {.cookie = 2, .op = EMU_WR_FETCH_ADD, .nsge = 1,
                         .sge = &(struct emu_sge){&r, 8}, .remote_stag = 1};
@@ -955,6 +966,67 @@ START_TEST(t_rfc7306_off)
     fa.op = EMU_WR_SEND;
     fa.nsge = EMU_QP_MAX_SGE + 1;
     ck_assert_int_eq(emu_qp_post_send(A.qp, &fa), -EINVAL);
+    pair_down();
+}
+END_TEST
+
+/* Two softdat QPs without attr.rfc7306: the capability markers enable
+ * write-with-immediate and atomics; the receiver of the immediate learns
+ * the length of the Write before it. */
+START_TEST(t_rfc7306_negotiated)
+{
+    pair_up();
+    struct emu_conn_info ai, bi;
+    ck_assert_int_eq(emu_conn_get_info(A.c, &ai), 0);
+    ck_assert_int_eq(emu_conn_get_info(B.c, &bi), 0);
+    ck_assert_uint_eq(ai.caps, EMU_CONN_CAP_ATOMICS | EMU_CONN_CAP_IMM);
+    ck_assert_uint_eq(bi.caps, EMU_CONN_CAP_ATOMICS | EMU_CONN_CAP_IMM);
+    static uint8_t tgt[70000], src[70000], d[16];
+    static uint64_t word __attribute__((aligned(8))) = 40;
+    fill(src, sizeof src, 5);
+    struct emu_mr *mr, *mw;
+    uint32_t stag = reg(&B, tgt, sizeof tgt, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE,
+                        &mr);
+    uint32_t wstag = reg(&B, &word, 8, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_ATOMIC, &mw);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, 10 + (uint64_t)i, 1, &(struct emu_sge){d, 16}),
+                         0);
+    /* 256 B (dtestx's size), a multi-FPDU 70000 B, then a zero-length one
+     * (must report 0, not the previous Write's length) */
+    static const uint32_t lens[3] = {256, 70000, 0};
+    for (int i = 0; i < 3; i++) {
+        struct emu_sge sg = {src, lens[i]};
+        struct emu_wr wr = {.cookie = 1 + (uint64_t)i, .op = EMU_WR_WRITE_IMM,
+                            .nsge = lens[i] ? 1 : 0, .sge = &sg, .remote_stag = stag,
+                            .remote_to = (uintptr_t)tgt, .imm = 0x1111u * (i + 1)};
+        ck_assert_int_eq(emu_qp_post_send(A.qp, &wr), 0);
+        ck_assert(WAIT_FOR(&B, B.nr == i + 1));
+        ck_assert_int_eq(B.rcq[i].status, EMU_WC_SUCCESS);
+        ck_assert_int_eq(B.rcq[i].op, EMU_WC_RECV_IMM);
+        ck_assert_uint_eq(B.rcq[i].cookie, 10 + (uint64_t)i);
+        ck_assert_uint_eq(B.rcq[i].imm, 0x1111u * (i + 1));
+        ck_assert_uint_eq(B.rcq[i].byte_len, lens[i]);
+    }
+    ck_assert_int_eq(memcmp(tgt, src, 70000), 0);
+    ck_assert(WAIT_FOR(&A, A.ns == 3));
+    ck_assert_uint_eq(A.scq[0].byte_len, 256);
+    ck_assert_uint_eq(A.scq[0].imm, 0x1111);
+    uint64_t r1 = 0, r2 = 0;
+    struct emu_wr fa = {.cookie = 4, .op = EMU_WR_FETCH_ADD, .nsge = 1,
+                        .sge = &(struct emu_sge){&r1, 8}, .remote_stag = wstag,
+                        .remote_to = (uintptr_t)&word, .atomic_add_or_cmp = 2};
+    struct emu_wr cs = {.cookie = 5, .op = EMU_WR_CMP_SWAP, .nsge = 1,
+                        .sge = &(struct emu_sge){&r2, 8}, .remote_stag = wstag,
+                        .remote_to = (uintptr_t)&word, .atomic_add_or_cmp = 42,
+                        .atomic_swap = 9};
+    ck_assert_int_eq(emu_qp_post_send(A.qp, &fa), 0);
+    ck_assert_int_eq(emu_qp_post_send(A.qp, &cs), 0);
+    ck_assert(WAIT_FOR(&A, A.ns == 5));
+    ck_assert_int_eq(A.scq[3].status, EMU_WC_SUCCESS);
+    ck_assert_int_eq(A.scq[4].status, EMU_WC_SUCCESS);
+    ck_assert_uint_eq(r1, 40);
+    ck_assert_uint_eq(r2, 42);
+    ck_assert_uint_eq(__atomic_load_n(&word, __ATOMIC_ACQUIRE), 9);
     pair_down();
 }
 END_TEST
@@ -1219,6 +1291,7 @@ static void inj_bad_msn(void)
 
 static void inj_bad_opcode(void)
 {
+    /* (raw_case sets g_no_caps for this one: nothing negotiated) */
     /* RFC 7306 Immediate Data while it was not enabled */
     struct emu_ddp_hdr h = {.opcode = EMU_OP_IMM, .last = true, .msn = 1};
     raw_fpdu(&h, NULL, 0, false, false);
@@ -1244,6 +1317,7 @@ START_TEST(t_hostile_msn)
 END_TEST
 START_TEST(t_hostile_opcode)
 {
+    g_no_caps = 1;
     raw_case(false, inj_bad_opcode, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
              EMU_RDMAP_EC_OPCODE, EPROTO);
 }
@@ -1398,7 +1472,8 @@ static Suite *suite(void)
     tcase_add_test(tc, t_crc_off);
     tcase_add_test(tc, t_small_fpdus);
     tcase_add_test(tc, t_write_imm_atomics);
-    tcase_add_test(tc, t_rfc7306_off);
+    tcase_add_loop_test(tc, t_rfc7306_off, 1, 3);
+    tcase_add_test(tc, t_rfc7306_negotiated);
     tcase_add_test(tc, t_send_invalidate);
     tcase_add_test(tc, t_srq);
     tcase_add_test(tc, t_bind_window);
