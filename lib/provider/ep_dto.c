@@ -45,7 +45,7 @@
 struct sd_ep_dto {
     struct sd_dto_ring sq, rq;
     atomic_bool dying;     /* fini: the EP's event streams are gone (L6032) */
-    atomic_bool breaking;  /* an EVD overflow asked for the connection to break */
+    atomic_bool breaking;  /* an EVD overflow or a failed completion asked for the connection to break */
 };
 
 /* What a post needs from the EP, read under ep->lock in one go. */
@@ -107,29 +107,44 @@ static bool is_connected(DAT_EP_STATE s)
 
 /* ---------------------------------------------------------------- overflow */
 
-static void break_job(void *arg)
+static void break_conn(struct sd_ep *ep, int err, const char *why)
 {
-    struct sd_ep *ep = arg;
     pthread_mutex_lock(&ep->lock);
     if (ep->conn != NULL && sd_handle_alive(&ep->h)) {
-        SD_WARN("dto", "ep %p: a completion was lost to a full EVD; breaking the connection", (void *)ep);
-        emu_conn_fail(ep->conn, ENOSPC); /* asynchronous: BROKEN comes later */
+        SD_WARN("dto", "ep %p: %s; breaking the connection", (void *)ep, why);
+        emu_conn_fail(ep->conn, err); /* asynchronous: BROKEN comes later */
     }
     pthread_mutex_unlock(&ep->lock);
     sd_handle_put(&ep->h);
 }
 
-/* The event of a completion did not fit: break that connection (L2888).
+/* One job per reason: the job must not look at ep->dto (the EP may be
+ * torn down meanwhile; only its handle reference is held). */
+static void break_job_overflow(void *arg)
+{
+    break_conn(arg, ENOSPC, "a completion was lost to a full EVD");
+}
+
+static void break_job_error(void *arg)
+{
+    break_conn(arg, EIO, "a DTO or bind completed in error");
+}
+
+/* Break the EP's connection: the event of a completion did not fit
+ * (overflow, L2888), or a completion other than success / flushed
+ * (L8505; for a bind also L8243) that the QP did not break on itself
+ * (an RDMA Read with ORD 0, a window bind the memory table refused).
  * Called with the QP lock held, so the work goes to the engine thread. */
-static void request_break(struct sd_ep *ep)
+static void request_break(struct sd_ep *ep, bool overflow)
 {
     struct sd_ep_dto *d = ep->dto;
     if (atomic_exchange(&d->breaking, true))
         return;
     struct sd_ia *ia = ep->h.ia;
     sd_handle_ref(&ep->h);
-    if (ia->engine == NULL || emu_engine_run_async(ia->engine, break_job, ep) != 0) {
-        SD_ERR("dto", "ep %p: cannot schedule the break after an EVD overflow", (void *)ep);
+    if (ia->engine == NULL ||
+        emu_engine_run_async(ia->engine, overflow ? break_job_overflow : break_job_error, ep) != 0) {
+        SD_ERR("dto", "ep %p: cannot schedule the break of its connection", (void *)ep);
         sd_handle_put(&ep->h);
     }
 }
@@ -253,8 +268,12 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
         }
         DAT_RETURN rc = sd_evd_post(evd, &ev, kind, n == SD_DTO_EVENT_NOTIFY ? SD_EVQ_F_NOTIFY : 0);
         if (rc != DAT_SUCCESS && cqe->status != EMU_WC_FLUSHED)
-            request_break(ep);
+            request_break(ep, true);
     }
+    /* Any status but success (or flushed: the connection is already
+     * over) breaks the connection (L8505, L8243). */
+    if (!ok && cqe->status != EMU_WC_FLUSHED && !dying)
+        request_break(ep, false);
     if (s.kind == SD_DTO_BIND && s.obj != NULL) {
         struct sd_rmr *rmr = s.obj;
         sd_handle_put(&rmr->h);
@@ -667,7 +686,15 @@ static DAT_RETURN do_rdma(DAT_EP_HANDLE ep_handle, bool read, DAT_COUNT n, DAT_L
         goto out;
     /* The transfer length is the local one (L7405, L7618); the remote
      * triplet's segment_length is not a bound the target checks (its
-     * registration is, L7455), so it is not checked here either. */
+     * registration is, L7455), so it is not checked here either. The
+     * remote buffer's real size is known only to the target (an overrun
+     * completes REMOTE_ACCESS and breaks the connection); the one overrun
+     * visible here is a remote range that wraps the address space, which
+     * no buffer can hold: DAT_LENGTH_ERROR, no side effects (L7457). */
+    if (total > 0 && remote->virtual_address + (total - 1) < remote->virtual_address) {
+        rc = SD_RET(DAT_LENGTH_ERROR, 0);
+        goto out;
+    }
     struct emu_wr wr = {
         .op = read ? EMU_WR_READ : imm ? EMU_WR_WRITE_IMM : EMU_WR_WRITE,
         .nsge = (uint32_t)n,
@@ -742,6 +769,12 @@ static DAT_RETURN sd_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle, const DAT
         /* Like local iovecs: the consumer keeps the window bound while
          * the Read is outstanding. */
         emu_mem_put(&ref);
+    }
+    /* As for dat_ep_post_rdma_read: a wrapping remote range (L7510). */
+    if (local->segment_length > 0 &&
+        remote->virtual_address + (local->segment_length - 1) < remote->virtual_address) {
+        rc = SD_RET(DAT_LENGTH_ERROR, 0);
+        goto out;
     }
     struct emu_wr wr = {
         .op = EMU_WR_READ,

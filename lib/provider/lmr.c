@@ -260,8 +260,14 @@ static DAT_RETURN sd_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, 
          * it — Debian's dtest sends from an LMR registered LOCAL_WRITE
          * only. So DAT_PRIVILEGES_VIOLATION at post time means a bad
          * lmr_context or a missing LOCAL_WRITE on a sink. Query reports the
-         * privileges as requested. */
-        .access = sd_mem_priv_to_emu(priv) | EMU_ACC_LOCAL_READ | EMU_ACC_MW_BIND,
+         * privileges as requested. A peer's Send with Invalidate may
+         * invalidate the rmr_context of an LMR as well as of an RMR
+         * (L7219, L7359), so a region with remote rights (the only ones
+         * that have an rmr_context) accepts it. */
+        .access = sd_mem_priv_to_emu(priv) | EMU_ACC_LOCAL_READ | EMU_ACC_MW_BIND |
+                  ((priv & (DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG | SD_PRIV_REMOTE_ATOMIC))
+                       ? EMU_ACC_REMOTE_INVALIDATE
+                       : 0u),
         .va_type = va_type == DAT_VA_TYPE_ZB ? EMU_VA_ZB : EMU_VA_ABS,
     };
     uint32_t stag = 0;
