@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 static const char *const state_names[] = {
-    "NEW", "A_TCP", "A_SEND_REQ", "A_WAIT_REP", "A_SEND_RTR", "A_WAIT_RTR_RESP", "P_WAIT_REQ", "P_PENDING",
+    "NEW", "A_TCP", "A_RETRY", "A_SEND_REQ", "A_WAIT_REP", "A_SEND_RTR", "A_WAIT_RTR_RESP", "P_WAIT_REQ", "P_PENDING",
     "P_DEAD", "P_SEND_REP", "P_WAIT_RTR", "P_SEND_RTR_RESP", "REJECTING", "EST", "CLOSING",
     "LINGER", "CLOSED"};
 
@@ -98,6 +98,8 @@ static void conn_close(struct emu_conn *c, bool abortive)
     conn_listener_unlink(c);
     if (c->timer)
         emu_timer_cancel(c->timer);
+    if (c->retry)
+        emu_timer_cancel(c->retry);
     pthread_mutex_lock(&c->lock);
     struct emu_fdw *w = c->w;
     int fd = c->fd;
@@ -126,6 +128,8 @@ void conn_release(struct emu_conn *c)
     conn_close(c, c->state != CS_LINGER);
     emu_timer_free(c->timer);
     c->timer = NULL;
+    emu_timer_free(c->retry);
+    c->retry = NULL;
     emu_engine_hook_del(c->e, &c->hook);
     conn_put(c);
 }
@@ -549,6 +553,84 @@ static void tcp_connected(struct emu_conn *c)
     flush_out(c);
 }
 
+/* A refused TCP connect (RST: nobody listens there, perhaps not yet):
+ * drop the socket and arm the retry timer, backing off 1, 2, 4, ... ms,
+ * while the retry window lasts. false = the refusal is final. */
+static bool refused_retry(struct emu_conn *c)
+{
+    c->refused = true;
+    uint64_t now = emu_now_us();
+    if (c->retry == NULL || now >= c->retry_deadline)
+        return false;
+    uint64_t delay = c->retry_delay_us;
+    if (delay > c->retry_deadline - now)
+        delay = c->retry_deadline - now;
+    c->retry_delay_us = c->retry_delay_us * 2 > EMU_CONN_REFUSED_BACKOFF_MAX_US
+                            ? EMU_CONN_REFUSED_BACKOFF_MAX_US
+                            : c->retry_delay_us * 2;
+    pthread_mutex_lock(&c->lock);
+    struct emu_fdw *w = c->w;
+    int fd = c->fd;
+    c->w = NULL;
+    c->fd = -1;
+    SD_TRACE("conn", "%p %s -> A_RETRY in %llu us", (void *)c, state_names[c->state],
+             (unsigned long long)delay);
+    c->state = CS_A_RETRY;
+    pthread_mutex_unlock(&c->lock);
+    emu_fdw_free(w);
+    conn_close_fd(fd, false);
+    emu_timer_arm(c->retry, delay);
+    return true;
+}
+
+static void tcp_failed(struct emu_conn *c, int err)
+{
+    if (err == ECONNREFUSED && refused_retry(c))
+        return;
+    finish(c, connect_err_type(err), err, true);
+}
+
+static void tcp_start(struct emu_conn *c)
+{
+    set_state(c, CS_A_TCP);
+    int rc = connect(c->fd, (struct sockaddr *)&c->target, c->target_len);
+    if (rc == 0) {
+        conn_watch(c, 0, EMU_EV_WRITE);
+        tcp_connected(c);
+    } else if (errno == EINPROGRESS || errno == EINTR) {
+        conn_watch(c, EMU_EV_WRITE, 0);
+    } else {
+        tcp_failed(c, errno);
+    }
+}
+
+/* The retry timer: the next TCP connect, on a fresh socket (a refused one
+ * cannot connect again). */
+static void conn_retry(void *arg)
+{
+    struct emu_conn *c = arg;
+    enter(c);
+    if (!gone(c) && c->state == CS_A_RETRY) {
+        int fd = -1;
+        int rc = conn_active_socket(c, &fd);
+        struct emu_fdw *w = NULL;
+        if (rc == 0 && (w = emu_fdw_new(c->e, fd, conn_io, c)) == NULL) {
+            conn_close_fd(fd, false);
+            rc = -ENOMEM;
+        }
+        if (rc != 0) {
+            finish(c, connect_err_type(-rc), -rc, true);
+        } else {
+            pthread_mutex_lock(&c->lock);
+            c->fd = fd;
+            c->w = w;
+            pthread_mutex_unlock(&c->lock);
+            tcp_start(c);
+        }
+    }
+    leave(c);
+}
+
 static void connect_job(void *arg)
 {
     struct emu_conn *c = arg;
@@ -556,17 +638,9 @@ static void connect_job(void *arg)
     if (!gone(c) && c->state == CS_NEW) {
         if (c->params.timeout_us != 0 && c->params.timeout_us != EMU_TIMEOUT_INFINITE)
             emu_timer_arm(c->timer, c->params.timeout_us);
-        set_state(c, CS_A_TCP);
-        int rc = connect(c->fd, (struct sockaddr *)&c->target, c->target_len);
-        if (rc == 0) {
-            conn_watch(c, 0, EMU_EV_WRITE);
-            tcp_connected(c);
-        } else if (errno == EINPROGRESS || errno == EINTR) {
-            conn_watch(c, EMU_EV_WRITE, 0);
-        } else {
-            int err = errno;
-            finish(c, connect_err_type(err), err, true);
-        }
+        c->retry_deadline = emu_now_us() + conn_refused_retry_us();
+        c->retry_delay_us = 1000;
+        tcp_start(c);
     }
     leave(c);
     conn_put(c);
@@ -917,7 +991,7 @@ static void conn_writable(struct emu_conn *c)
             return;
         conn_watch(c, 0, EMU_EV_WRITE);
         if (err != 0)
-            finish(c, connect_err_type(err), err, true);
+            tcp_failed(c, err);
         else
             tcp_connected(c);
         return;
@@ -999,7 +1073,13 @@ static void conn_timer(void *arg)
     if (!gone(c)) {
         switch (c->state) {
         case CS_A_TCP:
-            finish(c, EMU_CONN_UNREACHABLE, ETIMEDOUT, true);
+        case CS_A_RETRY:
+            /* After a refusal the host did answer: still "nobody listens"
+             * (docs/emu-design.md §6), only the retries ran out of time. */
+            if (c->refused)
+                finish(c, EMU_CONN_NON_PEER_REJECTED, ECONNREFUSED, true);
+            else
+                finish(c, EMU_CONN_UNREACHABLE, ETIMEDOUT, true);
             break;
         case CS_NEW:
         case CS_A_SEND_REQ:
@@ -1071,27 +1151,20 @@ int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_
         c->req.pd_len = caps_wrap(c->req_pd, pdata, pdata_len);
     }
 
-    c->fd = socket(c->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (c->fd < 0) {
-        rc = -errno;
-        goto fail;
-    }
-    conn_sock_tune(c->fd);
     if (local) {
-        struct sockaddr_storage ls;
-        socklen_t ll;
-        rc = conn_addr_copy(&ls, &ll, local, local_len);
-        if (rc == 0 && ls.ss_family != c->target.ss_family)
+        rc = conn_addr_copy(&c->src, &c->src_len, local, local_len);
+        if (rc == 0 && c->src.ss_family != c->target.ss_family)
             rc = -EAFNOSUPPORT;
-        if (rc == 0) {
-            conn_sockaddr_set_port(&ls, 0);
-            if (bind(c->fd, (struct sockaddr *)&ls, ll) != 0)
-                rc = -errno;
-        }
         if (rc != 0)
             goto fail;
+        conn_sockaddr_set_port(&c->src, 0);
     }
+    rc = conn_active_socket(c, &c->fd);
+    if (rc != 0)
+        goto fail;
     rc = conn_attach(c);
+    if (rc == 0 && (c->retry = emu_timer_new(e, conn_retry, c)) == NULL)
+        rc = -ENOMEM;
     if (rc != 0)
         goto fail;
     rc = conn_post(c, connect_job);
@@ -1104,6 +1177,7 @@ fail:
     emu_engine_hook_del(e, &c->hook);
     emu_fdw_free(c->w);
     emu_timer_free(c->timer);
+    emu_timer_free(c->retry);
     conn_close_fd(c->fd, false);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -1247,6 +1321,7 @@ static void disconnect_job_common(struct emu_conn *c, bool graceful)
         break;
     case CS_NEW:
     case CS_A_TCP:
+    case CS_A_RETRY:
     case CS_A_SEND_REQ:
     case CS_A_WAIT_REP:
     case CS_A_SEND_RTR:

@@ -64,6 +64,15 @@ struct emu_listener;
 #define EMU_CONN_CLOSE_TIMEOUT_US 3000000u /* graceful: our FIN -> peer's FIN */
 #define EMU_CONN_REJECT_LINGER_US 1000000u /* reject Reply sent -> close */
 #define EMU_CONN_ABORT_LINGER_US 2000000u  /* abrupt disconnect: our FIN -> peer's EOF, then close */
+/* Active: a refused TCP connect (RST, nobody listens yet) is retried with a
+ * fresh socket after 1, 2, 4, ... ms (at most EMU_CONN_REFUSED_BACKOFF_MAX_US
+ * apart) for this long from the connect, and never past the caller's
+ * timeout; only then NON_PEER_REJECTED (ECONNREFUSED). IB and iWARP
+ * connection managers retry their requests likewise, and applications
+ * (dtestx) connect a moment before the server listens. Environment
+ * SOFTDAT_CONNECT_RETRY_MS overrides it (0: the first refusal is final). */
+#define EMU_CONN_REFUSED_RETRY_US 250000u
+#define EMU_CONN_REFUSED_BACKOFF_MAX_US 32000u
 
 enum emu_conn_event_type {
     EMU_CONN_ESTABLISHED = 1,   /* both sides; active side carries the Reply's pdata */
@@ -202,8 +211,13 @@ void emu_listener_free(struct emu_listener *l);
 
 /* ---- active side ----
  * Starts TCP connect + MPA Request with pdata (<= EMU_CONN_PDATA_MAX).
- * local (may be NULL) binds the source address (port 0). The outcome is one
- * of ESTABLISHED, PEER_REJECTED, NON_PEER_REJECTED, UNREACHABLE, TIMED_OUT.
+ * local (may be NULL) binds the source address (port 0). Active sockets get
+ * SO_REUSEADDR, so their TIME_WAIT remnants never keep a later listener off
+ * that port. The outcome is one of ESTABLISHED, PEER_REJECTED,
+ * NON_PEER_REJECTED, UNREACHABLE, TIMED_OUT. A refused TCP connect is
+ * retried for EMU_CONN_REFUSED_RETRY_US; if the timeout ends the retries
+ * first the outcome is still NON_PEER_REJECTED (ECONNREFUSED): the host
+ * answered, so neither UNREACHABLE nor TIMED_OUT fits.
  * Synchronous errors: -EINVAL (pdata too long, bad address), -EAFNOSUPPORT,
  * -EADDRNOTAVAIL (local bind), -EMFILE..., -ESHUTDOWN. */
 int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_t peer_len,

@@ -15,6 +15,7 @@
 enum cstate {
     CS_NEW,             /* active: connect job not run yet */
     CS_A_TCP,           /* active: TCP connect in progress */
+    CS_A_RETRY,         /* active: TCP refused, no socket; retry timer armed */
     CS_A_SEND_REQ,      /* active: writing the MPA Request */
     CS_A_WAIT_REP,      /* active: reading the MPA Reply */
     CS_A_SEND_RTR,      /* active: writing the RTR */
@@ -41,6 +42,7 @@ struct emu_conn {
     int fd;
     struct emu_fdw *w;
     struct emu_timer *timer;
+    struct emu_timer *retry;    /* active: next TCP connect after a refusal */
     struct emu_engine_hook hook;
     bool want_tx;
 
@@ -56,6 +58,9 @@ struct emu_conn {
     bool orphan;                /* CS_LINGER: freed by the owner, the engine closes and frees */
     bool peer_marker;           /* passive: the Request carried a capability marker */
     uint32_t peer_caps;         /* passive: its mask */
+    bool refused;               /* active: a TCP connect was refused (RST) */
+    uint64_t retry_deadline;    /* active: emu_now_us() after which a refusal is final */
+    uint32_t retry_delay_us;    /* active: the next backoff */
 
     struct emu_listener *listener; /* CS_P_WAIT_REQ only */
     struct emu_conn *lprev, *lnext;
@@ -73,6 +78,8 @@ struct emu_conn {
     struct emu_conn_info info;
     struct sockaddr_storage target;
     socklen_t target_len;
+    struct sockaddr_storage src;   /* active: source address to bind (port 0), if src_len */
+    socklen_t src_len;
 
     uint8_t in[EMU_MPA_FRAME_MAX];
     size_t in_len, in_need;
@@ -115,6 +122,8 @@ int conn_addr_copy(struct sockaddr_storage *ss, socklen_t *sslen, const struct s
 bool conn_crc_wanted(enum emu_crc_mode m, const struct sockaddr *local,
                      const struct sockaddr *peer);
 void conn_sock_tune(int fd);
+int conn_active_socket(const struct emu_conn *c, int *out);
+uint64_t conn_refused_retry_us(void);
 void conn_close_fd(int fd, bool abortive);
 
 #endif

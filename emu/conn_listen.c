@@ -1,5 +1,6 @@
 /* Connection manager, listening side: TCP listeners, the accept path into
- * the MPA Request phase, and the address / CRC-policy helpers. */
+ * the MPA Request phase, and the address / CRC-policy / socket helpers
+ * (active sockets, the refused-connect retry window). */
 #include "emu/conn_int.h"
 
 #include "emu/log.h"
@@ -150,6 +151,55 @@ void conn_sock_tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
+/* A fresh non-blocking socket for c's next TCP connect, bound to c->src
+ * (port 0) if set. SO_REUSEADDR: the TIME_WAIT socket an active close
+ * leaves behind keeps the flag, and Linux lets a later listener (which sets
+ * it too) bind that port only if both have it; dtestcm's 1000 connections
+ * would otherwise block a listener on any of their ports for a minute.
+ * 0 or -errno (nothing left open). */
+int conn_active_socket(const struct emu_conn *c, int *out)
+{
+    int fd = socket(c->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    conn_sock_tune(fd);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (c->src_len && bind(fd, (const struct sockaddr *)&c->src, c->src_len) != 0) {
+        int rc = -errno;
+        close(fd);
+        return rc;
+    }
+    *out = fd;
+    return 0;
+}
+
+static pthread_once_t g_retry_once = PTHREAD_ONCE_INIT;
+static uint64_t g_retry_us = EMU_CONN_REFUSED_RETRY_US;
+
+static void retry_env_init(void)
+{
+    const char *v = getenv("SOFTDAT_CONNECT_RETRY_MS");
+    if (v == NULL || *v == '\0')
+        return;
+    char *end = NULL;
+    errno = 0;
+    unsigned long ms = strtoul(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || ms > 600000ul) {
+        SD_WARN("conn", "SOFTDAT_CONNECT_RETRY_MS=%s not understood (0-600000); using %u", v,
+                EMU_CONN_REFUSED_RETRY_US / 1000u);
+        return;
+    }
+    g_retry_us = (uint64_t)ms * 1000u;
+}
+
+/* How long refused TCP connects are retried (read once). */
+uint64_t conn_refused_retry_us(void)
+{
+    pthread_once(&g_retry_once, retry_env_init);
+    return g_retry_us;
 }
 
 /* Close fd; abortive = RST instead of FIN (SO_LINGER 0). */
