@@ -159,22 +159,25 @@ endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
 # ---------------------------------------------------------------- tests
+# Test programs track the headers they include (-MMD: PROGRAM.d).
+-include $(UT_BINS:%=%.d) $(HELPER_BINS:%=%.d)
+
 $(BUILD)/test/dat/%: test/unit/dat/%.c $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -rdynamic -o $@ $< $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -rdynamic -o $@ $< $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
 
 $(BUILD)/test/provider/%: test/unit/provider/%.c $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -o $@ $< $(LIBPROV_A) $(LIBEMU_A) \
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(LIBPROV_A) $(LIBEMU_A) \
 	  -L$(BUILD)/lib -ldat2 $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
 $(BUILD)/test/emu/%: test/unit/emu/%.c $(LIBEMU_A)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -o $@ $< $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
 $(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
 
 # -- registry test fixture (owner: lib/dat) ----------------------------------
 # A tiny DAT provider that test/unit/dat programs dlopen through dat.conf
