@@ -114,6 +114,9 @@ $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
+# The registry's last-resort dat.conf is the one `make install` writes.
+$(DAT_OBJ): CPPFLAGS += -DSOFTDAT_SYSCONFDIR='"$(PREFIX)/etc"'
+
 # The provider hides everything but its entry points (RTLD_GLOBAL load).
 $(PROV_OBJ) $(EMU_OBJ): CFLAGS += -fvisibility=hidden
 
