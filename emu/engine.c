@@ -4,6 +4,7 @@
 
 #include "emu/log.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -70,8 +71,23 @@ static _Thread_local struct emu_engine *tl_engine;
 static pthread_once_t g_evthread_once = PTHREAD_ONCE_INIT;
 static int g_evthread_rc;
 
+/* libevent keeps process-wide state it can never release: the lock
+ * callbacks and the global locks evthread_use_pthreads() allocates. If
+ * libevent were unloaded with the provider (dat_ia_close of the last IA
+ * dlcloses us, and with us our libevent references) that state would be
+ * lost for good. Pin both libraries for the life of the process, so that
+ * the provider itself can be unloaded and reloaded any number of times. */
+static void pin_library_of(void *symbol)
+{
+    Dl_info info;
+    if (dladdr(symbol, &info) != 0 && info.dli_fname != NULL)
+        (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 static void evthread_init(void)
 {
+    pin_library_of((void *)evthread_use_pthreads);
+    pin_library_of((void *)event_base_new);
     g_evthread_rc = evthread_use_pthreads();
 }
 

@@ -83,7 +83,8 @@ il_cmd() { # REG SECS CMD... -> IL_CMD (array)
     IL_CMD=(env -u LD_LIBRARY_PATH DAT_OVERRIDE="$IL_CONF")
     [ "$reg" = ours ] && IL_CMD+=(LD_LIBRARY_PATH="$BUILD/lib")
     [ -n "$IL_SANITIZER_RT" ] &&
-        IL_CMD+=(LD_PRELOAD="$IL_SANITIZER_RT" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
+        IL_CMD+=(LD_PRELOAD="$IL_SANITIZER_RT" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+            TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$IL_TOP/test/e2e/lib/tsan-debian.supp")
     IL_CMD+=(timeout --kill-after=5 "$secs" "$@")
 }
 il_run() {
