@@ -16,6 +16,7 @@
 #include "emu/log.h"
 #include "lib/provider/cr.h"
 #include "lib/provider/evd.h"
+#include "lib/provider/progress.h"
 #include "lib/provider/ia.h"
 #include "lib/provider/psp.h"
 #include "lib/provider/pz.h"
@@ -225,6 +226,7 @@ static void ep_teardown(struct sd_handle *h)
             emu_qp_detach(ep->qp);
         emu_conn_free(c);
     }
+    sd_progress_remove(ep); /* before the QP is destroyed */
     sd_ep_dto_fini(ep);
     pthread_mutex_unlock(&ep->cm_lock);
     /* The QP is gone (the buffer it held completed FLUSHED): the SRQ
@@ -558,7 +560,10 @@ static DAT_RETURN sd_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, D
     pthread_mutex_lock(&ep->lock);
     p->ia_handle = sd_ia_consumer_handle(ia);
     p->ep_state = ep->state;
-    memset(&p->comm, 0, sizeof p->comm);
+    if (ep->comm_set)
+        p->comm = ep->comm;
+    else
+        memset(&p->comm, 0, sizeof p->comm);
     p->local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)(ep->local_set ? &ep->local_addr : &ia->addr);
     p->local_port_qual = ep->local_set ? ep->local_port : 0;
     p->remote_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ep->remote_addr;
@@ -579,11 +584,33 @@ out:
     return rc;
 }
 
+/* A communicator dat_ep_common_connect can use: a TCP stream socket of
+ * the IA's address family (the CSP's rule, csp.c). Protocol 0 means the
+ * domain's default, TCP. */
+static DAT_RETURN check_comm(const DAT_COMM *c, const struct sd_ia *ia)
+{
+    int type = c->type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (c->domain != ia->addr.ss_family || type != SOCK_STREAM || (c->protocol != 0 && c->protocol != IPPROTO_TCP))
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    return DAT_SUCCESS;
+}
+
 /* Fields dat_ep_modify can never change (Table 5). */
 #define MODIFY_NEVER                                                                                \
     (DAT_EP_FIELD_IA_HANDLE | DAT_EP_FIELD_EP_STATE | DAT_EP_FIELD_LOCAL_PORT_QUAL |                \
      DAT_EP_FIELD_REMOTE_IA_ADDRESS_PTR | DAT_EP_FIELD_REMOTE_PORT_QUAL | DAT_EP_FIELD_SRQ_HANDLE |  \
      DAT_EP_FIELD_EP_ATTR_SRQ_SOFT_HW)
+/* Named attributes: Unconnected and the unconfigured states only (Table 5:
+ * "quiescent"). */
+#define MODIFY_QUIESCENT                                                                            \
+    (DAT_EP_FIELD_EP_ATTR_NUM_TRANSPORT_ATTR | DAT_EP_FIELD_EP_ATTR_TRANSPORT_SPECIFIC_ATTR |        \
+     DAT_EP_FIELD_EP_ATTR_NUM_PROVIDER_ATTR | DAT_EP_FIELD_EP_ATTR_PROVIDER_SPECIFIC_ATTR)
+/* Everything else of the EVDs and attributes: before connect / accept
+ * ("PRE"; max_rdma_read_iov / max_rdma_write_iov are not in Table 5 and
+ * follow the other sizes). */
+#define MODIFY_PRE                                                                                  \
+    ((DAT_EP_FIELD_EP_ATTR_ALL & ~MODIFY_QUIESCENT) | DAT_EP_FIELD_RECV_EVD_HANDLE |                \
+     DAT_EP_FIELD_REQUEST_EVD_HANDLE | DAT_EP_FIELD_CONNECT_EVD_HANDLE)
 /* Attributes that size the QP: changing them rebuilds it. */
 #define MODIFY_QP_SIZING                                                                            \
     (DAT_EP_FIELD_EP_ATTR_MAX_MESSAGE_SIZE | DAT_EP_FIELD_EP_ATTR_MAX_RDMA_SIZE |                   \
@@ -609,10 +636,8 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
         rc = mask ? SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3) : DAT_SUCCESS;
         goto out;
     }
-    if (mask & DAT_EP_FIELD_COMM) {
-        rc = SD_RET(DAT_MODEL_NOT_SUPPORTED, 0); /* CSP model */
+    if ((mask & DAT_EP_FIELD_COMM) && (rc = check_comm(&p->comm, ia)) != DAT_SUCCESS)
         goto out;
-    }
     if ((mask & DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR)) {
         /* Only the IA's own address: we bind nothing else. */
         const struct sockaddr *sa = (const struct sockaddr *)p->local_ia_address_ptr;
@@ -666,20 +691,41 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
     pthread_mutex_lock(&ep->lock);
     DAT_EP_STATE st = ep->state;
     bool unconf = state_unconfigured(st);
-    DAT_EP_PARAM_MASK pre_only = DAT_EP_FIELD_RECV_EVD_HANDLE | DAT_EP_FIELD_REQUEST_EVD_HANDLE |
-                                 DAT_EP_FIELD_CONNECT_EVD_HANDLE | DAT_EP_FIELD_EP_ATTR_ALL;
-    if (((mask & pre_only) && !state_pre(st)) ||
-        ((mask & DAT_EP_FIELD_PZ_HANDLE) && !(unconf || st == DAT_EP_STATE_UNCONNECTED ||
-                                               st == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING)) ||
-        ((mask & DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR) && !(unconf || st == DAT_EP_STATE_UNCONNECTED))) {
+    /* Table 5 (L6279-6334). "Unconfigured" in its rows for comm and the
+     * local address is UNCONFIGURED_UNCONNECTED: the other unconfigured
+     * states are listed by name where allowed. */
+    bool quiet = unconf || st == DAT_EP_STATE_UNCONNECTED;
+    bool unused = st == DAT_EP_STATE_UNCONNECTED || st == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
+    if (((mask & MODIFY_PRE) && !state_pre(st)) || ((mask & MODIFY_QUIESCENT) && !quiet) ||
+        ((mask & DAT_EP_FIELD_PZ_HANDLE) && !(quiet || st == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING)) ||
+        ((mask & (DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR | DAT_EP_FIELD_COMM)) && !unused)) {
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(st));
         goto unlock;
     }
-    /* A configured EP never goes back to unconfigured (L5467). */
-    if (!unconf && (((mask & DAT_EP_FIELD_PZ_HANDLE) && npz == NULL) ||
-                    ((mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) && ncn == NULL))) {
+    /* The communicator is assigned once (Table 5); assigning the same
+     * one again changes nothing and is accepted. */
+    if ((mask & DAT_EP_FIELD_COMM) && ep->comm_set &&
+        (ep->comm.domain != p->comm.domain || ep->comm.type != p->comm.type ||
+         ep->comm.protocol != p->comm.protocol)) {
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
         goto unlock;
+    }
+    /* A configured EP never goes back to unconfigured (L5467): refuse a
+     * change that would leave it without something a connection needs
+     * (sd_ep_configured_locked's rule applied to the result). */
+    if (!unconf) {
+        bool has_pz = (mask & DAT_EP_FIELD_PZ_HANDLE) ? npz != NULL : ep->pz != NULL;
+        bool has_cn = (mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) ? ncn != NULL : ep->connect_evd != NULL;
+        bool has_rv = (mask & DAT_EP_FIELD_RECV_EVD_HANDLE) ? nrv != NULL : ep->recv_evd != NULL;
+        bool has_rq = (mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) ? nrq != NULL : ep->request_evd != NULL;
+        DAT_COUNT rd = (mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) ? p->ep_attr.max_recv_dtos
+                                                                    : ep->attr.max_recv_dtos;
+        DAT_COUNT qd = (mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS) ? p->ep_attr.max_request_dtos
+                                                                       : ep->attr.max_request_dtos;
+        if (!has_pz || !has_cn || (!has_rv && ep->srq == NULL && rd > 0) || (!has_rq && qd > 0)) {
+            rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+            goto unlock;
+        }
     }
     if ((mask & DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS) && recvs_posted &&
         p->ep_attr.recv_completion_flags != ep->attr.recv_completion_flags) {
@@ -715,6 +761,10 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
         }
     }
     apply_attr(&ep->attr, &p->ep_attr, mask);
+    if (mask & DAT_EP_FIELD_COMM) {
+        ep->comm = p->comm;
+        ep->comm_set = true;
+    }
     if (unconf && sd_ep_configured_locked(ep))
         ep->state = configured_state(st);
     bool rebuild = ep->pz != NULL && (ep->qp == NULL || ep->pz != old_pz || (mask & MODIFY_QP_SIZING));
@@ -811,7 +861,9 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
     if (s == DAT_EP_STATE_DISCONNECTED) {
         c = ep->conn;
         ep->conn = NULL;
-    } else if (s != DAT_EP_STATE_UNCONNECTED && s != DAT_EP_STATE_UNCONFIGURED_UNCONNECTED) {
+    } else if (s != DAT_EP_STATE_UNCONNECTED) {
+        /* Unconfigured included: the state table allows it only ep_free
+         * (L5925), reset names Disconnected and Unconnected (L7040). */
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));
     }
     pthread_mutex_unlock(&ep->lock);

@@ -53,6 +53,8 @@ struct sd_ep {
     bool initiator;                 /* the current/last connection was ours (connect) */
     bool provider_ep;               /* created by a PSP_PROVIDER_FLAG PSP, not yet accepted */
     struct sd_handle *rsp;          /* the RSP reserving this EP (no reference) */
+    DAT_COMM comm;                  /* communicator (dat_ep_modify, set once) */
+    bool comm_set;
     uint16_t ev_pdata_len;          /* private data of the last connection event */
     uint8_t ev_pdata[EMU_CONN_PDATA_RX_MAX];
 

@@ -41,6 +41,7 @@
 #include "lib/provider/csp.h"
 #include "lib/provider/evd.h"
 #include "lib/provider/ia.h"
+#include "lib/provider/progress.h"
 #include "lib/provider/psp.h"
 
 
@@ -117,6 +118,7 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
             emu_conn_fail(c, -r);
             return;
         }
+        sd_progress_add(ep); /* waiters on its EVDs may now drive its receive side */
     }
     pthread_mutex_lock(&ep->lock);
     report = !ep->aborting && ep->state != DAT_EP_STATE_DISCONNECTED;
@@ -157,6 +159,7 @@ static void on_terminal(struct sd_ep *ep, const struct emu_conn_event *ev)
            (unsigned)num);
     /* Outstanding DTOs complete FLUSHED before the consumer learns the
      * connection is over (marker technique, spec L5370). */
+    sd_progress_remove(ep); /* no consumer thread in its QP from here */
     sd_ep_dto_flush(ep);
     post_conn_event(ep, evd, num, pd);
     /* SRQ EPs also report on the async EVD (dtestsrq waits for it). */
@@ -324,12 +327,15 @@ static DAT_RETURN sd_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remo
     return rc;
 }
 
-/* The CSP model's active side: the port travels in the address. The EP's
- * communicator cannot be set yet (dat_ep_modify answers
- * DAT_MODEL_NOT_SUPPORTED for DAT_EP_FIELD_COMM), so instead of refusing
- * with DAT_INVALID_STATE ("communicator not defined", L6688) an EP without
- * one uses the only communicator we support: a TCP stream socket of the
- * remote address's family. Its return list has no DAT_INVALID_ADDRESS:
+/* The CSP model's active side: the port travels in the address. An EP
+ * whose communicator was set (dat_ep_modify, DAT_EP_FIELD_COMM: a TCP
+ * stream socket of the IA's family) connects only to addresses of that
+ * family (else DAT_INVALID_PARAMETER|ARG2). An EP without one is not
+ * refused with DAT_INVALID_STATE ("communicator not defined", L6688): it
+ * uses the only communicator we support, a TCP stream socket of the remote
+ * address's family — deployed consumers (dat_csp_peer, our CSP tests
+ * written before comm was storable) never set one, and OFA DAPL has no
+ * communicator at all. Its return list has no DAT_INVALID_ADDRESS:
  * address problems are DAT_INVALID_PARAMETER|ARG2. */
 static DAT_RETURN sd_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR remote, DAT_TIMEOUT timeout,
                                        DAT_COUNT pdata_size, const DAT_PVOID pdata)
@@ -339,7 +345,11 @@ static DAT_RETURN sd_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_P
     if (rc != DAT_SUCCESS)
         return rc;
     const struct sockaddr *sa = (const struct sockaddr *)remote;
-    if (sa == NULL || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) || emu_sockaddr_port(sa) == 0)
+    pthread_mutex_lock(&ep->lock);
+    int comm_domain = ep->comm_set ? ep->comm.domain : 0;
+    pthread_mutex_unlock(&ep->lock);
+    if (sa == NULL || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) || emu_sockaddr_port(sa) == 0 ||
+        (comm_domain != 0 && sa->sa_family != comm_domain))
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     else if (timeout == 0)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);

@@ -94,6 +94,10 @@ static void evd_release(struct sd_handle *h)
             SD_ERR("evd", "queue fini: 0x%x", (unsigned)rc);
         evd->q_inited = false;
     }
+    if (evd->ps_inited) {
+        sd_progress_set_fini(&evd->ps);
+        evd->ps_inited = false;
+    }
     pthread_mutex_destroy(&evd->cno_mu);
 }
 
@@ -130,6 +134,12 @@ DAT_RETURN sd_evd_create_obj(struct sd_ia *ia, DAT_COUNT min_qlen, struct sd_cno
     }
     evd->q_inited = true;
     sd_evq_set_overflow_cb(&evd->q, evd_overflow, evd);
+    if (flags & DAT_EVD_DTO_FLAG) {
+        /* Waiters and pollers drive receive progress of the connections
+         * that complete here (architecture §6, progress.h). */
+        sd_progress_evd_init(evd);
+        evd->ps_inited = true;
+    }
     if (cno != NULL) {
         if (!sd_handle_dep_get(&cno->h)) {
             sd_handle_discard(&evd->h);

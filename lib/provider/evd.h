@@ -13,6 +13,7 @@
 
 #include "lib/provider/evq.h"
 #include "lib/provider/handle.h"
+#include "lib/provider/progress.h"
 
 struct sd_ia;
 struct sd_cno;
@@ -25,6 +26,10 @@ struct sd_evd {
     struct sd_cno *cno;    /* attached CNO (holds a dep + ref on it), or NULL */
     struct sd_evq q;       /* the queue; initialised with qlen = max(1, requested) */
     bool q_inited;
+    /* DTO EVDs: the QPs whose completions land here, for consumer-driven
+     * receive progress (progress.h). */
+    struct sd_progress_set ps;
+    bool ps_inited;
 };
 
 #define SD_EVD_VALID_FLAGS                                                                     \

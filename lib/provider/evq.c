@@ -228,7 +228,7 @@ static int call_progress(struct sd_evq *q)
     /* Caller holds mu; fn runs unlocked because it posts into this queue. */
     sd_evq_progress_fn fn = q->progress;
     void *arg = q->progress_arg;
-    if (!fn)
+    if (!fn || !atomic_load_explicit(&q->has_progress, memory_order_relaxed))
         return -1;
     pthread_mutex_unlock(&q->mu);
     int r = fn(arg, q);
@@ -265,6 +265,17 @@ DAT_RETURN sd_evq_dequeue(struct sd_evq *q, DAT_EVENT *ev)
     }
     pthread_mutex_unlock(&q->mu);
     return rc;
+}
+
+/* Record whether a wait's spin window paid off (see sd_evq_wait). */
+static void spin_outcome(struct sd_evq *q, bool paid)
+{
+    if (paid) {
+        q->spin_fail = 0;
+    } else if (++q->spin_fail >= SD_EVQ_SPIN_FAILS) {
+        q->spin_fail = 0;
+        q->spin_skip = SD_EVQ_SPIN_SKIP;
+    }
 }
 
 static DAT_RETURN deliver_locked(struct sd_evq *q, DAT_EVENT *ev, DAT_COUNT *nmore)
@@ -328,13 +339,23 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
     bool infinite = timeout == DAT_TIMEOUT_INFINITE;
     uint64_t start = now_us();
     uint64_t deadline = infinite ? UINT64_MAX : start + timeout;
-    uint64_t poll_end = start + q->progress_us;
+    /* Adaptive spin (docs/perf.md, "Latency design"): after
+     * SD_EVQ_SPIN_FAILS waits in a row whose spin window ran out, the next
+     * SD_EVQ_SPIN_SKIP waits only call the hook once before sleeping. */
+    unsigned spin_us = q->progress_us;
+    if (q->spin_skip > 0) {
+        q->spin_skip--;
+        spin_us = 0;
+    }
+    uint64_t poll_end = start + spin_us;
     if (poll_end > deadline)
         poll_end = deadline;
     struct timespec dl_ts;
     if (!infinite)
         us_to_ts(deadline, &dl_ts);
     bool polling = q->progress != NULL;
+    bool polled = false; /* the hook ran at least once before sleeping */
+    bool spun = false;   /* a spin window is being used */
 
     atomic_store_explicit(&q->waiter, true, memory_order_relaxed);
     q->w_threshold = threshold;
@@ -349,6 +370,8 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
                                                         : (q->w_wake && cnt(q) > 0);
         if (satisfied) {
             rc = deliver_locked(q, ev, nmore);
+            if (spun)
+                spin_outcome(q, true);
             break;
         }
         uint64_t now = now_us();
@@ -363,10 +386,17 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
             }
             break;
         }
-        if (polling && now < poll_end) {
+        if (polling && (now < poll_end || !polled)) {
+            polled = true;
             if (call_progress(q) < 0)
-                polling = false;
+                polling = false; /* nothing to progress: not a spin */
+            else
+                spun = spin_us > 0;
             continue;
+        }
+        if (spun) { /* the window ran out: sleeping after all */
+            spin_outcome(q, false);
+            spun = false;
         }
         if (infinite)
             pthread_cond_wait(&q->cv, &q->mu);
@@ -475,6 +505,12 @@ void sd_evq_set_progress(struct sd_evq *q, sd_evq_progress_fn fn, void *arg,
     q->progress_us = poll_us;
     atomic_store_explicit(&q->has_progress, fn != NULL, memory_order_relaxed);
     pthread_mutex_unlock(&q->mu);
+}
+
+void sd_evq_arm_progress(struct sd_evq *q, bool armed)
+{
+    /* Only the flag: call_progress still checks the hook under mu. */
+    atomic_store_explicit(&q->has_progress, armed, memory_order_relaxed);
 }
 
 void sd_evq_info(struct sd_evq *q, struct sd_evq_info *info)

@@ -60,8 +60,9 @@ enum sd_evq_config {
 typedef void (*sd_evq_overflow_fn)(void *arg, struct sd_evq *q, enum sd_evq_kind kind);
 
 /* "Consumer wants progress" (architecture §6): called unlocked by a waiter
- * before it sleeps, repeatedly during a bounded poll window, and once by
- * dequeue/wait(0) on a queue that cannot satisfy them. Must not block.
+ * repeatedly during a bounded poll window (at least once before it first
+ * sleeps), and once by dequeue/wait(0) on a queue that cannot satisfy
+ * them; only while armed (sd_evq_arm_progress). Must not block.
  * Return > 0: made progress, 0: nothing to do, < 0: stop polling. */
 typedef int (*sd_evq_progress_fn)(void *arg, struct sd_evq *q);
 
@@ -92,7 +93,9 @@ struct sd_evq {
     sd_evq_progress_fn progress;
     void *progress_arg;
     unsigned progress_us;
-    atomic_bool has_progress;
+    unsigned spin_fail;          /* waits in a row whose spin did not pay */
+    unsigned spin_skip;          /* waits left that do not spin */
+    atomic_bool has_progress;    /* hook set and armed */
 };
 
 struct sd_evq_info {
@@ -157,9 +160,19 @@ void sd_evq_set_config(struct sd_evq *q, enum sd_evq_config cfg);
  * way may still reach the old CNO (spec L3462); sd_cnoq_fini waits for it. */
 struct sd_cnoq *sd_evq_set_cno(struct sd_evq *q, struct sd_cnoq *cno);
 void sd_evq_set_overflow_cb(struct sd_evq *q, sd_evq_overflow_fn fn, void *arg);
-/* poll_us: how long a waiter keeps calling fn before sleeping. */
+/* poll_us: how long a waiter keeps calling fn before sleeping (0: once,
+ * right before the first sleep). Arms the hook when fn != NULL.
+ * Adaptive: after SD_EVQ_SPIN_FAILS waits in a row whose window ran out
+ * (the waiter had to sleep), the next SD_EVQ_SPIN_SKIP waits call fn once
+ * and sleep. */
+#define SD_EVQ_SPIN_FAILS 4
+#define SD_EVQ_SPIN_SKIP 64
 void sd_evq_set_progress(struct sd_evq *q, sd_evq_progress_fn fn, void *arg,
                          unsigned poll_us);
+/* Arm/disarm a set hook without the lock (lock-free: the empty dequeue
+ * fast path reads it): disarmed, dequeue, wait(0) and waiters behave as if
+ * there were no hook. The owner disarms while it has nothing to progress. */
+void sd_evq_arm_progress(struct sd_evq *q, bool armed);
 
 void sd_evq_info(struct sd_evq *q, struct sd_evq_info *info);
 

@@ -1,0 +1,206 @@
+/* softdat consumer-driven receive progress. See progress.h for the
+ * contract and docs/perf.md ("Latency design") for the numbers behind it.
+ *
+ * Locks: g_mu (the registry of every registration, add/remove only) before
+ * a set's mu. A consumer pass takes only its set's mu (trylock) and, below
+ * it, the QP's receive lock (trylock) and whatever the receive path takes
+ * (send/receive queue locks, EVD queue locks): never g_mu, never an EP
+ * lock, so add/remove may wait for a pass from any thread that holds
+ * neither (engine callbacks, dat_ep_free under cm_lock). */
+#include "lib/provider/progress.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu/log.h"
+#include "emu/qp.h"
+#include "lib/provider/ep.h"
+#include "lib/provider/evd.h"
+
+struct sd_prog_ent {
+    struct sd_prog_ent *next;  /* in evd->ps, under its mu */
+    struct sd_prog_ent *gnext; /* in the registry, under g_mu */
+    struct sd_ep *ep;          /* key only: never dereferenced by a pass */
+    struct emu_qp *qp;         /* valid until sd_progress_remove(ep) returns */
+    struct sd_evd *evd;        /* holds a handle reference */
+};
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sd_prog_ent *g_ents;
+static atomic_uint_fast64_t g_completions, g_busy_passes, g_registered;
+
+/* ------------------------------------------------------------ config */
+
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+static unsigned g_poll_us = SD_POLL_US_DEFAULT;
+static bool g_off; /* SOFTDAT_POLL_US=off: no consumer progress at all */
+
+static void read_env(void)
+{
+    const char *s = getenv("SOFTDAT_POLL_US");
+    if (s != NULL && strcmp(s, "off") == 0) {
+        g_off = true;
+    } else if (s != NULL && *s != '\0') {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (*end != '\0' || v > SD_POLL_US_MAX)
+            SD_WARN("progress", "SOFTDAT_POLL_US=%s ignored (0..%u)", s, SD_POLL_US_MAX);
+        else
+            g_poll_us = (unsigned)v;
+    }
+}
+
+unsigned sd_progress_poll_us(void)
+{
+    pthread_once(&g_env_once, read_env);
+    return g_poll_us;
+}
+
+static bool progress_off(void)
+{
+    pthread_once(&g_env_once, read_env);
+    return g_off;
+}
+
+/* ------------------------------------------------------------ sets */
+
+void sd_progress_set_init(struct sd_progress_set *ps)
+{
+    pthread_mutex_init(&ps->mu, NULL);
+    ps->head = NULL;
+    atomic_init(&ps->n, 0);
+}
+
+void sd_progress_set_fini(struct sd_progress_set *ps)
+{
+    /* Entries hold EVD references: none can be left at release. */
+    if (ps->head != NULL)
+        SD_ERR("progress", "set %p released with registrations", (void *)ps);
+    pthread_mutex_destroy(&ps->mu);
+}
+
+void sd_progress_evd_init(struct sd_evd *evd)
+{
+    sd_progress_set_init(&evd->ps);
+    if (progress_off())
+        return; /* no hook: nothing registers, the engine does everything */
+    sd_evq_set_progress(&evd->q, sd_progress_evd_pass, evd, sd_progress_poll_us());
+    sd_evq_arm_progress(&evd->q, false);
+}
+
+int sd_progress_evd_pass(void *arg, struct sd_evq *q)
+{
+    (void)q;
+    struct sd_evd *evd = arg;
+    struct sd_progress_set *ps = &evd->ps;
+    if (atomic_load_explicit(&ps->n, memory_order_relaxed) == 0)
+        return -1;
+    if (pthread_mutex_trylock(&ps->mu) != 0)
+        return 0; /* another consumer (or add/remove) is at it */
+    int n = 0;
+    for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
+        n += emu_qp_progress(e->qp);
+    bool empty = ps->head == NULL;
+    pthread_mutex_unlock(&ps->mu);
+    if (n > 0) {
+        atomic_fetch_add_explicit(&g_completions, (uint64_t)n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g_busy_passes, 1, memory_order_relaxed);
+    }
+    return empty ? -1 : n;
+}
+
+/* ------------------------------------------------------------ registry */
+
+static bool registered_locked(const struct sd_ep *ep, const struct sd_evd *evd)
+{
+    for (const struct sd_prog_ent *e = g_ents; e != NULL; e = e->gnext)
+        if (e->ep == ep && e->evd == evd)
+            return true;
+    return false;
+}
+
+static void add_one(struct sd_ep *ep, struct emu_qp *qp, struct sd_evd *evd)
+{
+    if (evd == NULL || !evd->ps_inited || registered_locked(ep, evd))
+        return;
+    struct sd_prog_ent *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        /* Not fatal: the engine thread still makes every completion. */
+        SD_WARN("progress", "ep %p: no memory, consumer progress off for it", (void *)ep);
+        return;
+    }
+    e->ep = ep;
+    e->qp = qp;
+    e->evd = evd;
+    sd_handle_ref(&evd->h);
+    e->gnext = g_ents;
+    g_ents = e;
+    pthread_mutex_lock(&evd->ps.mu);
+    e->next = evd->ps.head;
+    evd->ps.head = e;
+    int n = atomic_load_explicit(&evd->ps.n, memory_order_relaxed) + 1;
+    atomic_store_explicit(&evd->ps.n, n, memory_order_relaxed);
+    pthread_mutex_unlock(&evd->ps.mu);
+    if (n == 1)
+        sd_evq_arm_progress(&evd->q, true);
+    atomic_fetch_add_explicit(&g_registered, 1, memory_order_relaxed);
+}
+
+void sd_progress_add(struct sd_ep *ep)
+{
+    if (ep == NULL || progress_off())
+        return;
+    pthread_mutex_lock(&ep->lock);
+    struct sd_evd *rv = ep->recv_evd, *rq = ep->request_evd;
+    pthread_mutex_unlock(&ep->lock);
+    struct emu_qp *qp = ep->qp;
+    if (qp == NULL)
+        return;
+    pthread_mutex_lock(&g_mu);
+    add_one(ep, qp, rv);
+    if (rq != rv)
+        add_one(ep, qp, rq);
+    pthread_mutex_unlock(&g_mu);
+}
+
+void sd_progress_remove(struct sd_ep *ep)
+{
+    if (ep == NULL)
+        return;
+    pthread_mutex_lock(&g_mu);
+    struct sd_prog_ent **pp = &g_ents;
+    while (*pp != NULL) {
+        struct sd_prog_ent *e = *pp;
+        if (e->ep != ep) {
+            pp = &e->gnext;
+            continue;
+        }
+        *pp = e->gnext;
+        struct sd_progress_set *ps = &e->evd->ps;
+        /* Blocking: waits for a pass over this set to end, after which
+         * no consumer thread holds e->qp. */
+        pthread_mutex_lock(&ps->mu);
+        for (struct sd_prog_ent **sp = &ps->head; *sp != NULL; sp = &(*sp)->next)
+            if (*sp == e) {
+                *sp = e->next;
+                break;
+            }
+        int n = atomic_load_explicit(&ps->n, memory_order_relaxed) - 1;
+        atomic_store_explicit(&ps->n, n, memory_order_relaxed);
+        pthread_mutex_unlock(&ps->mu);
+        if (n == 0)
+            sd_evq_arm_progress(&e->evd->q, false);
+        atomic_fetch_sub_explicit(&g_registered, 1, memory_order_relaxed);
+        sd_handle_put(&e->evd->h);
+        free(e);
+    }
+    pthread_mutex_unlock(&g_mu);
+}
+
+void sd_progress_get_stats(struct sd_progress_stats *out)
+{
+    out->completions = atomic_load(&g_completions);
+    out->busy_passes = atomic_load(&g_busy_passes);
+    out->registered = atomic_load(&g_registered);
+}

@@ -1,0 +1,154 @@
+/* Shared by test_rc_cm.c and test_rc_sp.c: IAs on 127.0.0.1 in one
+ * process, each with a PZ and CR / connection / DTO EVDs, and helpers to
+ * wait for events and put an EP in a state for the decision tables. */
+#ifndef SOFTDAT_TEST_RC_CM_FIXTURE_H
+#define SOFTDAT_TEST_RC_CM_FIXTURE_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "lib/provider/ep.h"
+#include "lib/provider/limits.h"
+#include "prov_fixture.h"
+
+static _Alignas(64) char junk[256];
+
+struct side {
+    DAT_PROVIDER *p;
+    DAT_IA_HANDLE ia;
+    DAT_PZ_HANDLE pz;
+    DAT_EVD_HANDLE cr, conn, dto;
+};
+
+static inline void side_open(struct side *s, DAT_PROVIDER *p)
+{
+    memset(s, 0, sizeof *s);
+    s->p = p;
+    s->ia = fx_open(p, NULL);
+    ck_assert_dat_ok(p->pz_create_func(s->ia, &s->pz));
+    ck_assert_dat_ok(p->evd_create_func(s->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr));
+    ck_assert_dat_ok(p->evd_create_func(s->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn));
+    ck_assert_dat_ok(p->evd_create_func(s->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->dto));
+}
+
+static inline void side_close(struct side *s)
+{
+    ck_assert_dat_ok(s->p->ia_close_func(s->ia, DAT_CLOSE_ABRUPT_FLAG));
+}
+
+static inline DAT_EP_HANDLE mk_ep(struct side *s)
+{
+    DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+    ck_assert_dat_ok(s->p->ep_create_func(s->ia, s->pz, s->dto, s->dto, s->conn, NULL, &ep));
+    return ep;
+}
+
+static inline DAT_EVENT wait_ev(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want)
+{
+    DAT_EVENT ev;
+    DAT_COUNT n = 0;
+    memset(&ev, 0, sizeof ev);
+    DAT_RETURN rc = s->p->evd_wait_func(evd, 5000000, 1, &ev, &n);
+    ck_assert_msg(rc == DAT_SUCCESS, "evd_wait: 0x%x (want event 0x%x)", (unsigned)rc, (unsigned)want);
+    ck_assert_msg(ev.event_number == want, "event 0x%x, want 0x%x", (unsigned)ev.event_number, (unsigned)want);
+    return ev;
+}
+
+static inline void no_event(struct side *s, DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
+{
+    DAT_EVENT ev;
+    DAT_COUNT n = 0;
+    DAT_RETURN rc = s->p->evd_wait_func(evd, us, 1, &ev, &n);
+    ck_assert_msg(DAT_GET_TYPE(rc) == DAT_TIMEOUT_EXPIRED, "unexpected 0x%x (event 0x%x)", (unsigned)rc,
+                  (unsigned)ev.event_number);
+}
+
+static inline DAT_EP_STATE ep_state(struct side *s, DAT_EP_HANDLE ep)
+{
+    DAT_EP_STATE st;
+    ck_assert_dat_ok(s->p->ep_get_status_func(ep, &st, NULL, NULL));
+    return st;
+}
+
+static inline struct sockaddr_in v4(const char *ip, unsigned port)
+{
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    ck_assert_int_eq(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+    a.sin_port = htons((uint16_t)port);
+    return a;
+}
+
+/* A PSP on a free port of s. */
+static inline DAT_PSP_HANDLE mk_psp(struct side *s, DAT_PSP_FLAGS flags, DAT_CONN_QUAL *q)
+{
+    DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+    ck_assert_dat_ok(s->p->psp_create_any_func(s->ia, q, s->cr, flags, &psp));
+    return psp;
+}
+
+/* A port nobody listens on right now. */
+static inline DAT_CONN_QUAL free_port(struct side *s)
+{
+    DAT_CONN_QUAL q;
+    ck_assert_dat_ok(s->p->psp_free_func(mk_psp(s, DAT_PSP_CONSUMER_FLAG, &q)));
+    return q;
+}
+
+static inline DAT_RETURN connect_to(struct side *c, DAT_EP_HANDLE ep, DAT_CONN_QUAL q, DAT_COUNT n, const void *pd)
+{
+    struct sockaddr_in a = v4("127.0.0.1", 0);
+    return c->p->ep_connect_func(ep, (DAT_IA_ADDRESS_PTR)&a, q, 5000000, n, (DAT_PVOID)pd, DAT_QOS_BEST_EFFORT,
+                                 DAT_CONNECT_DEFAULT_FLAG);
+}
+
+/* The CR of the next request on s's CR EVD. */
+static inline DAT_CR_HANDLE next_cr(struct side *s)
+{
+    DAT_EVENT ev = wait_ev(s, s->cr, DAT_CONNECTION_REQUEST_EVENT);
+    return ev.event_data.cr_arrival_event_data.cr_handle;
+}
+
+/* Put the object in a state (decision tables only: the flows that reach
+ * each state are exercised by test_cm.c / test_csp.c). */
+static inline void force_state(DAT_EP_HANDLE h, DAT_EP_STATE s)
+{
+    struct sd_ep *ep = (struct sd_ep *)h;
+    pthread_mutex_lock(&ep->lock);
+    ep->state = s;
+    pthread_mutex_unlock(&ep->lock);
+}
+
+static const struct {
+    DAT_EP_STATE s;
+    DAT_UINT32 sub;
+} states[] = {
+    {DAT_EP_STATE_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONNECTED},
+    {DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONFIGURED},
+    {DAT_EP_STATE_RESERVED, DAT_INVALID_STATE_EP_RESERVED},
+    {DAT_EP_STATE_UNCONFIGURED_RESERVED, DAT_INVALID_STATE_EP_UNCONFRESERVED},
+    {DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_PASSCONNPENDING},
+    {DAT_EP_STATE_UNCONFIGURED_PASSIVE, DAT_INVALID_STATE_EP_UNCONFPASSIVE},
+    {DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_ACTCONNPENDING},
+    {DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_TENTCONNPENDING},
+    {DAT_EP_STATE_UNCONFIGURED_TENTATIVE, DAT_INVALID_STATE_EP_UNCONFTENTATIVE},
+    {DAT_EP_STATE_CONNECTED, DAT_INVALID_STATE_EP_CONNECTED},
+    {DAT_EP_STATE_DISCONNECT_PENDING, DAT_INVALID_STATE_EP_DISCPENDING},
+    {DAT_EP_STATE_DISCONNECTED, DAT_INVALID_STATE_EP_DISCONNECTED},
+    {DAT_EP_STATE_COMPLETION_PENDING, DAT_INVALID_STATE_EP_COMPLPENDING},
+    {DAT_EP_STATE_CONNECTED_SINGLE_PATH, DAT_INVALID_STATE_EP_CONNECTED},
+    {DAT_EP_STATE_CONNECTED_MULTI_PATH, DAT_INVALID_STATE_EP_CONNECTED},
+};
+#define NSTATES (sizeof states / sizeof states[0])
+
+#define ASSERT_RC(rc, want, ...)                                                                   \
+    do {                                                                                           \
+        DAT_RETURN r__ = (rc);                                                                     \
+        ck_assert_msg(r__ == (DAT_RETURN)(want), __VA_ARGS__);                                     \
+    } while (0)
+#define ERR(t, s) (DAT_CLASS_ERROR | (t) | (s))
+
+#endif

@@ -1,0 +1,538 @@
+/* Consumer-driven receive progress (lib/provider/progress.h): a thread in
+ * dat_evd_wait or spinning on dat_evd_dequeue runs the receive side of the
+ * connections completing on that EVD.
+ *
+ * The mechanism is proven by stalling both IAs' engine threads (a job that
+ * blocks on the engine) and ping-ponging anyway: every receive completion
+ * must then come from the consumers, and the progress counters say so.
+ * Registration follows the connection (ESTABLISHED .. terminal / EP free),
+ * and an EP freed or disconnected while another thread spins on its EVD
+ * must not be touched after free (run under ASan/TSan). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "emu/engine.h"
+#include "lib/provider/ep.h"
+#include "lib/provider/evd.h"
+#include "lib/provider/progress.h"
+#include "prov_fixture.h"
+
+#define MSG 64
+#define NRECV 8
+
+struct side {
+    DAT_PROVIDER *p;
+    DAT_IA_HANDLE ia;
+    DAT_PZ_HANDLE pz;
+    DAT_EVD_HANDLE cr, conn, dto;
+    DAT_LMR_HANDLE lmr;
+    DAT_LMR_CONTEXT lctx;
+    char buf[(NRECV + 1) * MSG];
+};
+
+static void side_open(struct side *s, DAT_PROVIDER *p)
+{
+    memset(s, 0, sizeof *s);
+    s->p = p;
+    s->ia = fx_open(p, NULL);
+    ck_assert_dat_ok(p->pz_create_func(s->ia, &s->pz));
+    ck_assert_dat_ok(p->evd_create_func(s->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &s->cr));
+    ck_assert_dat_ok(p->evd_create_func(s->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &s->conn));
+    ck_assert_dat_ok(p->evd_create_func(s->ia, 1024, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->dto));
+    DAT_REGION_DESCRIPTION rd;
+    rd.for_va = s->buf;
+    DAT_RMR_CONTEXT rmc;
+    DAT_VLEN sz;
+    DAT_VADDR va;
+    ck_assert_dat_ok(p->lmr_create_func(s->ia, DAT_MEM_TYPE_VIRTUAL, rd, sizeof s->buf, s->pz,
+                                        DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &s->lmr, &s->lctx, &rmc, &sz,
+                                        &va));
+}
+
+static void side_close(struct side *s)
+{
+    ck_assert_dat_ok(s->p->ia_close_func(s->ia, DAT_CLOSE_ABRUPT_FLAG));
+}
+
+static DAT_EP_HANDLE mk_ep(struct side *s)
+{
+    DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+    ck_assert_dat_ok(s->p->ep_create_func(s->ia, s->pz, s->dto, s->dto, s->conn, NULL, &ep));
+    return ep;
+}
+
+static DAT_EVENT wait_ev(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want)
+{
+    DAT_EVENT ev;
+    DAT_COUNT n = 0;
+    memset(&ev, 0, sizeof ev);
+    DAT_RETURN rc = s->p->evd_wait_func(evd, 5000000, 1, &ev, &n);
+    ck_assert_msg(rc == DAT_SUCCESS, "evd_wait: 0x%x (want event 0x%x)", (unsigned)rc, (unsigned)want);
+    ck_assert_msg(ev.event_number == want, "event 0x%x, want 0x%x", (unsigned)ev.event_number, (unsigned)want);
+    return ev;
+}
+
+/* The next connection event of `ep` on evd (events of EPs freed in
+ * earlier rounds are skipped); returns its number. */
+static DAT_EVENT_NUMBER wait_conn(struct side *s, DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep)
+{
+    for (;;) {
+        DAT_EVENT ev;
+        DAT_COUNT n = 0;
+        DAT_RETURN rc = s->p->evd_wait_func(evd, 5000000, 1, &ev, &n);
+        ck_assert_msg(rc == DAT_SUCCESS, "evd_wait: 0x%x", (unsigned)rc);
+        if (ev.event_data.connect_event_data.ep_handle == ep)
+            return ev.event_number;
+    }
+}
+
+static void post_recv(struct side *s, DAT_EP_HANDLE ep, int slot)
+{
+    DAT_LMR_TRIPLET t = {(DAT_VADDR)(uintptr_t)(s->buf + (size_t)(slot + 1) * MSG), MSG, s->lctx};
+    ck_assert_dat_ok(s->p->ep_post_recv_func(ep, 1, &t, (DAT_DTO_COOKIE){.as_64 = (DAT_UINT64)slot},
+                                             DAT_COMPLETION_DEFAULT_FLAG));
+}
+
+static void post_send(struct side *s, DAT_EP_HANDLE ep, uint64_t cookie)
+{
+    DAT_LMR_TRIPLET t = {(DAT_VADDR)(uintptr_t)s->buf, MSG, s->lctx};
+    ck_assert_dat_ok(s->p->ep_post_send_func(ep, 1, &t, (DAT_DTO_COOKIE){.as_64 = cookie},
+                                             DAT_COMPLETION_DEFAULT_FLAG));
+}
+
+/* Connect c's cep to s's sep (receives already posted by the caller). */
+static void connect_pair(struct side *c, DAT_EP_HANDLE cep, struct side *s, DAT_EP_HANDLE sep)
+{
+    DAT_PSP_HANDLE psp;
+    DAT_CONN_QUAL port;
+    ck_assert_dat_ok(s->p->psp_create_any_func(s->ia, &port, s->cr, DAT_PSP_CONSUMER_FLAG, &psp));
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_dat_ok(c->p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, port, 5000000, 0, NULL,
+                                           DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+    DAT_EVENT ev = wait_ev(s, s->cr, DAT_CONNECTION_REQUEST_EVENT);
+    ck_assert_dat_ok(s->p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
+    ck_assert_int_eq(wait_conn(c, c->conn, cep), DAT_CONNECTION_EVENT_ESTABLISHED);
+    ck_assert_int_eq(wait_conn(s, s->conn, sep), DAT_CONNECTION_EVENT_ESTABLISHED);
+    ck_assert_dat_ok(s->p->psp_free_func(psp));
+}
+
+static struct sd_evq *evq_of(DAT_EVD_HANDLE h)
+{
+    return &((struct sd_evd *)h)->q;
+}
+
+static bool armed(DAT_EVD_HANDLE h)
+{
+    return atomic_load(&evq_of(h)->has_progress);
+}
+
+static uint64_t consumer_completions(void)
+{
+    struct sd_progress_stats st;
+    sd_progress_get_stats(&st);
+    return st.completions;
+}
+
+static uint64_t registered(void)
+{
+    struct sd_progress_stats st;
+    sd_progress_get_stats(&st);
+    return st.registered;
+}
+
+/* ------------------------------------------------------------ engine stall */
+
+struct stall {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int entered; /* jobs blocked on an engine */
+    bool release;
+};
+
+static struct stall g_stall = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, false};
+
+static void stall_job(void *arg)
+{
+    struct stall *st = arg;
+    pthread_mutex_lock(&st->mu);
+    st->entered++;
+    pthread_cond_broadcast(&st->cv);
+    while (!st->release)
+        pthread_cond_wait(&st->cv, &st->mu);
+    pthread_mutex_unlock(&st->mu);
+}
+
+/* Block the engine threads of both sides (receive progress, timers and
+ * deferred jobs all stop) until stall_end. */
+static void stall_begin(struct side *a, struct side *b)
+{
+    g_stall.entered = 0;
+    g_stall.release = false;
+    struct side *sides[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        struct sd_ia *ia;
+        ck_assert_dat_ok(sd_ia_get(sides[i]->ia, &ia));
+        ck_assert_int_eq(emu_engine_run_async(ia->engine, stall_job, &g_stall), 0);
+        sd_handle_put(&ia->h);
+    }
+    pthread_mutex_lock(&g_stall.mu);
+    while (g_stall.entered < 2)
+        pthread_cond_wait(&g_stall.cv, &g_stall.mu);
+    pthread_mutex_unlock(&g_stall.mu);
+}
+
+static void stall_end(void)
+{
+    pthread_mutex_lock(&g_stall.mu);
+    g_stall.release = true;
+    pthread_cond_broadcast(&g_stall.cv);
+    pthread_mutex_unlock(&g_stall.mu);
+}
+
+/* ------------------------------------------------------------ ping-pong */
+
+struct pp {
+    struct side *s;
+    DAT_EP_HANDLE ep;
+    int iters;
+    bool poll;    /* dequeue spin; else dat_evd_wait */
+    bool server;
+    int errors;
+};
+
+/* The next receive completion (send completions are skipped). */
+static bool next_recv(struct pp *x)
+{
+    for (;;) {
+        DAT_EVENT ev;
+        DAT_RETURN rc;
+        if (x->poll) {
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            for (unsigned spins = 1;; spins++) {
+                rc = x->s->p->evd_dequeue_func(x->s->dto, &ev);
+                if (rc != SD_EVQ_EMPTY)
+                    break;
+                if ((spins & 1023) == 0) {
+                    clock_gettime(CLOCK_MONOTONIC, &t1);
+                    if (t1.tv_sec - t0.tv_sec > 10)
+                        return false;
+                }
+            }
+        } else {
+            DAT_COUNT n;
+            rc = x->s->p->evd_wait_func(x->s->dto, 10000000, 1, &ev, &n);
+        }
+        if (rc != DAT_SUCCESS || ev.event_number != DAT_DTO_COMPLETION_EVENT ||
+            ev.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS)
+            return false;
+        if (ev.event_data.dto_completion_event_data.operation == DAT_DTO_RECEIVE) {
+            int slot = (int)ev.event_data.dto_completion_event_data.user_cookie.as_64;
+            post_recv(x->s, x->ep, slot);
+            return true;
+        }
+    }
+}
+
+static void *pp_main(void *arg)
+{
+    struct pp *x = arg;
+    for (int i = 0; i < x->iters; i++) {
+        if (!x->server)
+            post_send(x->s, x->ep, (uint64_t)i);
+        if (!next_recv(x)) {
+            x->errors++;
+            break;
+        }
+        if (x->server)
+            post_send(x->s, x->ep, (uint64_t)i);
+    }
+    return NULL;
+}
+
+/* Ping-pong `iters` messages with both engines stalled: only consumer
+ * progress can complete the receives. */
+static void pingpong_stalled(bool poll, int iters)
+{
+    DAT_PROVIDER *p = fx_provider(poll ? "t-prog-poll" : "t-prog-wait", "lo", DAT_FALSE);
+    struct side s, c;
+    side_open(&s, p);
+    side_open(&c, p);
+    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
+    ck_assert(!armed(s.dto) && !armed(c.dto)); /* nothing connected: fast path */
+    for (int i = 0; i < NRECV; i++) {
+        post_recv(&s, sep, i);
+        post_recv(&c, cep, i);
+    }
+    uint64_t reg0 = registered();
+    connect_pair(&c, cep, &s, sep);
+    ck_assert_uint_eq(registered(), reg0 + 2); /* one EVD each (recv == request) */
+    ck_assert(armed(s.dto) && armed(c.dto));
+
+    stall_begin(&s, &c);
+    uint64_t before = consumer_completions();
+    struct pp sx = {&s, sep, iters, poll, true, 0}, cx = {&c, cep, iters, poll, false, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, pp_main, &sx), 0);
+    pp_main(&cx);
+    pthread_join(th, NULL);
+    uint64_t made = consumer_completions() - before;
+    stall_end();
+    ck_assert_int_eq(cx.errors, 0);
+    ck_assert_int_eq(sx.errors, 0);
+    /* Every receive (2 per round trip) was completed by a consumer. */
+    ck_assert_uint_ge(made, 2u * (uint64_t)iters);
+
+    ck_assert_dat_ok(p->ep_disconnect_func(cep, DAT_CLOSE_GRACEFUL_FLAG));
+    wait_ev(&c, c.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+    wait_ev(&s, s.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+    ck_assert_uint_eq(registered(), reg0); /* terminal path unregistered both */
+    ck_assert(!armed(s.dto) && !armed(c.dto));
+    side_close(&c);
+    side_close(&s);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+
+START_TEST(pingpong_dequeue_engines_stalled)
+{
+    pingpong_stalled(true, 200);
+}
+END_TEST
+
+START_TEST(pingpong_wait_engines_stalled)
+{
+    /* SOFTDAT_POLL_US is 200 ms in this program (main): the waiter's spin
+     * window outlasts each round trip. */
+    pingpong_stalled(false, 200);
+}
+END_TEST
+
+/* With the default configuration and live engines, a blocking ping-pong
+ * works whatever the split of the work between engine and consumer. */
+START_TEST(pingpong_wait_engines_live)
+{
+    DAT_PROVIDER *p = fx_provider("t-prog-live", "lo", DAT_FALSE);
+    struct side s, c;
+    side_open(&s, p);
+    side_open(&c, p);
+    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
+    for (int i = 0; i < NRECV; i++) {
+        post_recv(&s, sep, i);
+        post_recv(&c, cep, i);
+    }
+    connect_pair(&c, cep, &s, sep);
+    struct pp sx = {&s, sep, 500, false, true, 0}, cx = {&c, cep, 500, false, false, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, pp_main, &sx), 0);
+    pp_main(&cx);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(cx.errors, 0);
+    ck_assert_int_eq(sx.errors, 0);
+    /* Free a connected EP: EP free unregisters (no terminal event; the
+     * peer's terminal event may unregister the other one at any time). */
+    uint64_t reg = registered();
+    ck_assert_uint_ge(reg, 2);
+    ck_assert_dat_ok(p->ep_free_func(sep));
+    ck_assert_uint_le(registered(), reg - 1);
+    side_close(&c);
+    side_close(&s);
+    ck_assert_uint_eq(registered(), reg - 2);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------ lifetime */
+
+struct spinner {
+    struct side *s;
+    atomic_bool stop;
+    unsigned long spins;
+};
+
+static void *spin_main(void *arg)
+{
+    struct spinner *sp = arg;
+    while (!atomic_load(&sp->stop)) {
+        DAT_EVENT ev;
+        (void)sp->s->p->evd_dequeue_func(sp->s->dto, &ev); /* flushed receives come and go */
+        sp->spins++;
+    }
+    return NULL;
+}
+
+/* Threads spin on both DTO EVDs (driving progress of whatever is
+ * registered) while EPs are connected, disconnected, reset and freed
+ * under them. ASan/TSan builds catch any use of a freed QP or EP. */
+START_TEST(free_and_disconnect_while_spinning)
+{
+    DAT_PROVIDER *p = fx_provider("t-prog-life", "lo", DAT_FALSE);
+    struct side s, c;
+    side_open(&s, p);
+    side_open(&c, p);
+    uint64_t reg0 = registered();
+    struct spinner ss = {.s = &s}, cs = {.s = &c};
+    atomic_init(&ss.stop, false);
+    atomic_init(&cs.stop, false);
+    pthread_t t1, t2;
+    ck_assert_int_eq(pthread_create(&t1, NULL, spin_main, &ss), 0);
+    ck_assert_int_eq(pthread_create(&t2, NULL, spin_main, &cs), 0);
+    for (int round = 0; round < 12; round++) {
+        DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
+        for (int i = 0; i < NRECV; i++) {
+            post_recv(&s, sep, i);
+            post_recv(&c, cep, i);
+        }
+        connect_pair(&c, cep, &s, sep);
+        for (int i = 0; i < 4; i++)
+            post_send(&c, cep, (uint64_t)i); /* the spinners reap these */
+        switch (round % 3) {
+        case 0: /* free both while connected: no terminal event */
+            ck_assert_dat_ok(p->ep_free_func(cep));
+            ck_assert_dat_ok(p->ep_free_func(sep));
+            break;
+        case 1: /* abrupt disconnect: terminal path, then reset and free */
+            ck_assert_dat_ok(p->ep_disconnect_func(cep, DAT_CLOSE_ABRUPT_FLAG));
+            ck_assert_int_eq(wait_conn(&c, c.conn, cep), DAT_CONNECTION_EVENT_DISCONNECTED);
+            ck_assert_int_eq(wait_conn(&s, s.conn, sep), DAT_CONNECTION_EVENT_DISCONNECTED);
+            ck_assert_dat_ok(p->ep_reset_func(cep));
+            ck_assert_dat_ok(p->ep_free_func(cep));
+            ck_assert_dat_ok(p->ep_free_func(sep));
+            break;
+        default: /* the server frees, the client sees the peer go */
+            ck_assert_dat_ok(p->ep_free_func(sep));
+            DAT_EVENT_NUMBER e = wait_conn(&c, c.conn, cep);
+            ck_assert(e == DAT_CONNECTION_EVENT_DISCONNECTED || e == DAT_CONNECTION_EVENT_BROKEN);
+            ck_assert_dat_ok(p->ep_free_func(cep));
+            break;
+        }
+        ck_assert_uint_eq(registered(), reg0);
+    }
+    atomic_store(&ss.stop, true);
+    atomic_store(&cs.stop, true);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    ck_assert_uint_gt(ss.spins + cs.spins, 0);
+    ck_assert(!armed(s.dto) && !armed(c.dto));
+    side_close(&c);
+    side_close(&s);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+END_TEST
+
+/* Abrupt IA close while a thread is blocked in dat_evd_wait polling a
+ * connected EP's QP: the EP is torn down (unregistered) under the waiter,
+ * which returns DAT_ABORT. */
+struct blocked {
+    struct side *s;
+    DAT_RETURN rc;
+};
+
+static void *blocked_main(void *arg)
+{
+    struct blocked *b = arg;
+    DAT_EVENT ev;
+    DAT_COUNT n;
+    b->rc = b->s->p->evd_wait_func(b->s->dto, 10000000, 1, &ev, &n);
+    return NULL;
+}
+
+START_TEST(ia_close_under_polling_waiter)
+{
+    DAT_PROVIDER *p = fx_provider("t-prog-close", "lo", DAT_FALSE);
+    struct side s, c;
+    side_open(&s, p);
+    side_open(&c, p);
+    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
+    post_recv(&s, sep, 0);
+    connect_pair(&c, cep, &s, sep);
+    struct blocked b = {&s, DAT_SUCCESS};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, blocked_main, &b), 0);
+    struct sd_evq_info info;
+    for (int i = 0; i < 2000; i++) { /* until the waiter is in */
+        sd_evq_info(evq_of(s.dto), &info);
+        if (info.waiter)
+            break;
+        usleep(1000);
+    }
+    ck_assert(info.waiter);
+    usleep(20000); /* well inside its 200 ms poll window */
+    side_close(&s);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(DAT_GET_TYPE(b.rc), DAT_ABORT);
+    side_close(&c);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------ adaptive spin */
+
+static atomic_int g_calls;
+
+static int idle_hook(void *arg, struct sd_evq *q)
+{
+    (void)arg;
+    (void)q;
+    atomic_fetch_add(&g_calls, 1);
+    return 0; /* never produces anything */
+}
+
+/* A waiter whose spin windows never pay stops spinning for a while (the
+ * hook is then called once before sleeping), and spins again later. */
+START_TEST(adaptive_spin_backs_off)
+{
+    struct sd_evq q;
+    ck_assert_int_eq(sd_evq_init(&q, 8, (DAT_EVD_HANDLE)&q), DAT_SUCCESS);
+    sd_evq_set_progress(&q, idle_hook, NULL, 2000); /* 2 ms window, 5 ms waits */
+    DAT_EVENT e;
+    DAT_COUNT n;
+    for (int i = 0; i < SD_EVQ_SPIN_FAILS; i++) {
+        atomic_store(&g_calls, 0);
+        ck_assert_int_eq(DAT_GET_TYPE(sd_evq_wait(&q, 5000, 1, &e, &n)), DAT_TIMEOUT_EXPIRED);
+        ck_assert_int_gt(atomic_load(&g_calls), 1); /* spun */
+    }
+    for (int i = 0; i < SD_EVQ_SPIN_SKIP; i++) {
+        atomic_store(&g_calls, 0);
+        ck_assert_int_eq(DAT_GET_TYPE(sd_evq_wait(&q, 1000, 1, &e, &n)), DAT_TIMEOUT_EXPIRED);
+        ck_assert_int_eq(atomic_load(&g_calls), 1); /* once, then slept */
+    }
+    atomic_store(&g_calls, 0);
+    ck_assert_int_eq(DAT_GET_TYPE(sd_evq_wait(&q, 5000, 1, &e, &n)), DAT_TIMEOUT_EXPIRED);
+    ck_assert_int_gt(atomic_load(&g_calls), 1); /* spinning again */
+    sd_evq_set_progress(&q, NULL, NULL, 0);
+    ck_assert_int_eq(sd_evq_fini(&q), DAT_SUCCESS);
+}
+END_TEST
+
+int main(void)
+{
+    /* Long spin window, so that a waiter alone completes a round trip when
+     * the engines are stalled (read once, at the first EVD). */
+    setenv("SOFTDAT_POLL_US", "200000", 1);
+    Suite *s = suite_create("progress");
+    TCase *tc = tcase_create("progress");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, pingpong_dequeue_engines_stalled);
+    tcase_add_test(tc, pingpong_wait_engines_stalled);
+    tcase_add_test(tc, pingpong_wait_engines_live);
+    tcase_add_test(tc, free_and_disconnect_while_spinning);
+    tcase_add_test(tc, ia_close_under_polling_waiter);
+    tcase_add_test(tc, adaptive_spin_backs_off);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
