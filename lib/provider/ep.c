@@ -395,6 +395,27 @@ static DAT_RETURN get_evd_arg(struct sd_ia *ia, DAT_EVD_HANDLE raw, DAT_EVD_FLAG
     return DAT_SUCCESS;
 }
 
+/* The PZ and EVD arguments of dat_ep_create / dat_ep_create_with_srq, each
+ * validated (of this IA, the right streams) with a reference taken; the
+ * caller drops what it got on every path. */
+static DAT_RETURN get_create_handles(struct sd_ia *ia, DAT_PZ_HANDLE pz_handle, DAT_EVD_HANDLE recv_h,
+                                     DAT_EVD_HANDLE req_h, DAT_EVD_HANDLE conn_h, struct sd_pz **pz,
+                                     struct sd_evd **rv, struct sd_evd **rq, struct sd_evd **cn)
+{
+    DAT_RETURN rc;
+    if (pz_handle != DAT_HANDLE_NULL) {
+        if ((rc = sd_pz_get(pz_handle, pz)) != DAT_SUCCESS)
+            return rc;
+        if ((*pz)->h.ia != ia)
+            return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    }
+    if ((rc = get_evd_arg(ia, recv_h, DAT_EVD_DTO_FLAG, DAT_INVALID_HANDLE_EVD_RECV, rv)) != DAT_SUCCESS ||
+        (rc = get_evd_arg(ia, req_h, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, DAT_INVALID_HANDLE_EVD_REQUEST,
+                          rq)) != DAT_SUCCESS)
+        return rc;
+    return get_evd_arg(ia, conn_h, DAT_EVD_CONNECTION_FLAG, DAT_INVALID_HANDLE_EVD_CONN, cn);
+}
+
 static void put_opt(void *h)
 {
     if (h != NULL)
@@ -415,19 +436,7 @@ static DAT_RETURN sd_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
         goto out;
     }
-    if (pz_handle != DAT_HANDLE_NULL) {
-        rc = sd_pz_get(pz_handle, &pz);
-        if (rc != DAT_SUCCESS)
-            goto out;
-        if (pz->h.ia != ia) {
-            rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
-            goto out;
-        }
-    }
-    if ((rc = get_evd_arg(ia, recv_h, DAT_EVD_DTO_FLAG, DAT_INVALID_HANDLE_EVD_RECV, &rv)) != DAT_SUCCESS ||
-        (rc = get_evd_arg(ia, req_h, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, DAT_INVALID_HANDLE_EVD_REQUEST,
-                          &rq)) != DAT_SUCCESS ||
-        (rc = get_evd_arg(ia, conn_h, DAT_EVD_CONNECTION_FLAG, DAT_INVALID_HANDLE_EVD_CONN, &cn)) != DAT_SUCCESS)
+    if ((rc = get_create_handles(ia, pz_handle, recv_h, req_h, conn_h, &pz, &rv, &rq, &cn)) != DAT_SUCCESS)
         goto out;
     if (attr != NULL && (rc = check_attr(attr, DAT_EP_FIELD_EP_ATTR_ALL, DAT_INVALID_ARG6)) != DAT_SUCCESS)
         goto out;
@@ -483,19 +492,7 @@ static DAT_RETURN sd_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE p
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG8);
         goto out;
     }
-    if (pz_handle != DAT_HANDLE_NULL) {
-        rc = sd_pz_get(pz_handle, &pz);
-        if (rc != DAT_SUCCESS)
-            goto out;
-        if (pz->h.ia != ia) {
-            rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
-            goto out;
-        }
-    }
-    if ((rc = get_evd_arg(ia, recv_h, DAT_EVD_DTO_FLAG, DAT_INVALID_HANDLE_EVD_RECV, &rv)) != DAT_SUCCESS ||
-        (rc = get_evd_arg(ia, req_h, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, DAT_INVALID_HANDLE_EVD_REQUEST,
-                          &rq)) != DAT_SUCCESS ||
-        (rc = get_evd_arg(ia, conn_h, DAT_EVD_CONNECTION_FLAG, DAT_INVALID_HANDLE_EVD_CONN, &cn)) != DAT_SUCCESS)
+    if ((rc = get_create_handles(ia, pz_handle, recv_h, req_h, conn_h, &pz, &rv, &rq, &cn)) != DAT_SUCCESS)
         goto out;
     const DAT_EP_PARAM_MASK m = DAT_EP_FIELD_EP_ATTR_ALL & ~(DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS |
                                                             DAT_EP_FIELD_EP_ATTR_MAX_RECV_IOV |

@@ -76,29 +76,6 @@ static void snap(struct sd_ep *ep, struct ep_snap *s)
     pthread_mutex_unlock(&ep->lock);
 }
 
-/* DAT_INVALID_STATE subtype naming the EP's current state (L5995). */
-static DAT_UINT32 state_subtype(DAT_EP_STATE s)
-{
-    switch (s) {
-    case DAT_EP_STATE_UNCONNECTED: return DAT_INVALID_STATE_EP_UNCONNECTED;
-    case DAT_EP_STATE_UNCONFIGURED_UNCONNECTED: return DAT_INVALID_STATE_EP_UNCONFIGURED;
-    case DAT_EP_STATE_RESERVED: return DAT_INVALID_STATE_EP_RESERVED;
-    case DAT_EP_STATE_UNCONFIGURED_RESERVED: return DAT_INVALID_STATE_EP_UNCONFRESERVED;
-    case DAT_EP_STATE_PASSIVE_CONNECTION_PENDING: return DAT_INVALID_STATE_EP_PASSCONNPENDING;
-    case DAT_EP_STATE_UNCONFIGURED_PASSIVE: return DAT_INVALID_STATE_EP_UNCONFPASSIVE;
-    case DAT_EP_STATE_ACTIVE_CONNECTION_PENDING: return DAT_INVALID_STATE_EP_ACTCONNPENDING;
-    case DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING: return DAT_INVALID_STATE_EP_TENTCONNPENDING;
-    case DAT_EP_STATE_UNCONFIGURED_TENTATIVE: return DAT_INVALID_STATE_EP_UNCONFTENTATIVE;
-    case DAT_EP_STATE_CONNECTED:
-    case DAT_EP_STATE_CONNECTED_SINGLE_PATH:
-    case DAT_EP_STATE_CONNECTED_MULTI_PATH: return DAT_INVALID_STATE_EP_CONNECTED;
-    case DAT_EP_STATE_DISCONNECT_PENDING: return DAT_INVALID_STATE_EP_DISCPENDING;
-    case DAT_EP_STATE_DISCONNECTED: return DAT_INVALID_STATE_EP_DISCONNECTED;
-    case DAT_EP_STATE_COMPLETION_PENDING: return DAT_INVALID_STATE_EP_COMPLPENDING;
-    }
-    return DAT_INVALID_STATE_EP_NOTREADY;
-}
-
 static bool is_connected(DAT_EP_STATE s)
 {
     return s == DAT_EP_STATE_CONNECTED || s == DAT_EP_STATE_CONNECTED_SINGLE_PATH ||
@@ -536,7 +513,7 @@ static DAT_RETURN begin_request(DAT_EP_HANDLE h, struct sd_ep **out, struct ep_s
         return rc;
     snap(ep, sn);
     if (!is_connected(sn->state) && sn->state != DAT_EP_STATE_DISCONNECTED)
-        rc = SD_RET(DAT_INVALID_STATE, state_subtype(sn->state));
+        rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(sn->state));
     else if (ep->qp == NULL || ep->dto == NULL || sn->pz == NULL)
         rc = SD_RET(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
     if (rc != DAT_SUCCESS) {
@@ -623,11 +600,11 @@ static DAT_RETURN sd_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_
     uint64_t total = 0;
     /* Any state (L5957), but not on an SRQ EP (L7336). */
     if (sn.srq) {
-        rc = SD_RET(DAT_INVALID_STATE, state_subtype(sn.state));
+        rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(sn.state));
         goto out;
     }
     if (ep->qp == NULL || ep->dto == NULL || sn.pz == NULL) {
-        rc = SD_RET(DAT_INVALID_STATE, state_subtype(sn.state));
+        rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(sn.state));
         goto out;
     }
     if ((rc = check_count(n, iov, sn.max_recv_iov)) != DAT_SUCCESS)
