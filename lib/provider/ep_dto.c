@@ -196,7 +196,8 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
      * with the suppressed slots held before it. The slot's data is in s. */
     if (srq == NULL)
         sd_dto_ring_complete(r, idx, n != SD_DTO_NO_EVENT);
-    if (n != SD_DTO_NO_EVENT && evd != NULL && !dying) {
+    bool post = n != SD_DTO_NO_EVENT && evd != NULL && !dying;
+    if (post) {
         DAT_EVENT ev;
         memset(&ev, 0, sizeof ev);
         enum sd_evq_kind kind = SD_EVQ_DTO;
@@ -243,7 +244,10 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
                 break;
             }
         }
-        DAT_RETURN rc = sd_evd_post(evd, &ev, kind, n == SD_DTO_EVENT_NOTIFY ? SD_EVQ_F_NOTIFY : 0);
+        unsigned fl = n == SD_DTO_EVENT_NOTIFY ? SD_EVQ_F_NOTIFY : 0;
+        /* An SRQ buffer's event is posted through the SRQ, whose queries
+         * wait out the post so as not to count the buffer twice (srq.h). */
+        DAT_RETURN rc = srq != NULL ? sd_srq_deliver(srq, evd, &ev, kind, fl) : sd_evd_post(evd, &ev, kind, fl);
         if (rc != DAT_SUCCESS && cqe->status != EMU_WC_FLUSHED)
             request_break(ep, true);
     }
@@ -255,8 +259,8 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
         struct sd_rmr *rmr = s.obj;
         sd_handle_put(&rmr->h);
     }
-    if (srq != NULL)
-        sd_srq_done(srq); /* the event is queued (or lost): accounted by the EVD now */
+    if (srq != NULL && !post)
+        sd_srq_done(srq); /* no event: the buffer is no longer outstanding */
 }
 
 static void send_done(void *ctx, const struct emu_cqe *cqe)

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <dat2/dat_ib_extensions.h>
 
@@ -33,6 +34,20 @@
 #include "lib/provider/pz.h"
 
 #define NONE UINT32_MAX
+
+/* How long a query waits for other threads' EVD posts for this SRQ to end.
+ * A post takes microseconds; the bound covers a loaded host under a
+ * sanitizer. Past it the count is DAT_VALUE_UNKNOWN rather than a guess. */
+#define POSTING_WAIT_US 2000000u
+
+/* The EVD posts this thread is inside, innermost first (a CNO proxy agent
+ * run by a post may query the SRQ, or complete another of its receives
+ * through consumer progress): a query never waits for its own thread. */
+struct posting_frame {
+    const struct sd_srq *srq;
+    struct posting_frame *prev;
+};
+static _Thread_local struct posting_frame *tl_posting;
 
 /* ---------------------------------------------------------------- list */
 
@@ -120,6 +135,7 @@ static void srq_release(struct sd_handle *h)
     srq->esrq = NULL;
     free(srq->slots);
     srq->slots = NULL;
+    pthread_cond_destroy(&srq->posted);
     pthread_mutex_destroy(&srq->lock);
 }
 
@@ -168,6 +184,11 @@ static DAT_RETURN sd_srq_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle
         goto out;
     }
     pthread_mutex_init(&srq->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&srq->posted, &ca);
+    pthread_condattr_destroy(&ca);
     link_init(&srq->eps);
     srq->state = DAT_SRQ_STATE_OPERATIONAL;
     srq->max_recv_dtos = attr->max_recv_dtos;
@@ -305,20 +326,18 @@ static bool is_srq_recv(const DAT_EVENT *ev, struct sd_ep *const *eps, unsigned 
     return false;
 }
 
-/* Receive completions of the SRQ's EPs still waiting in their recv EVDs. */
-static DAT_COUNT count_unreaped(struct sd_srq *srq)
+/* Receive completions of the SRQ's EPs still waiting in their recv EVDs
+ * (srq->lock held: no completion of the SRQ's EPs moves meanwhile). The
+ * EVDs found get a reference in evds[] (put by the caller, unlocked);
+ * -1 if out of memory. */
+static DAT_COUNT count_unreaped_locked(struct sd_srq *srq, struct sd_evd **evds, unsigned *nevd_out)
 {
-    pthread_mutex_lock(&srq->lock);
     unsigned n = srq->neps;
     struct sd_ep **eps = n ? calloc(n, sizeof *eps) : NULL;
-    struct sd_evd **evds = n ? calloc(n, sizeof *evds) : NULL;
     unsigned nevd = 0, i = 0;
-    if (n > 0 && (eps == NULL || evds == NULL)) {
-        pthread_mutex_unlock(&srq->lock);
-        free(eps);
-        free(evds);
+    *nevd_out = 0;
+    if (n > 0 && eps == NULL)
         return -1;
-    }
     for (struct sd_link *l = srq->eps.next; l != &srq->eps && i < n; l = l->next) {
         struct sd_ep *ep = EP_OF(l);
         eps[i++] = ep;
@@ -333,40 +352,76 @@ static DAT_COUNT count_unreaped(struct sd_srq *srq)
         }
         pthread_mutex_unlock(&ep->lock);
     }
-    pthread_mutex_unlock(&srq->lock);
+    *nevd_out = nevd;
     DAT_COUNT total = 0;
     for (unsigned j = 0; j < nevd; j++) {
         struct sd_evq *q = &evds[j]->q;
-        if (evds[j]->q_inited) {
-            /* The queue's ring, read under its own lock (evq.h keeps the
-             * layout public for the embedding EVD). */
-            pthread_mutex_lock(&q->mu);
-            DAT_COUNT cnt = atomic_load(&q->count);
-            for (DAT_COUNT k = 0; k < cnt; k++) {
-                DAT_COUNT at = q->head + k;
-                if (at >= q->cap)
-                    at -= q->cap;
-                if (is_srq_recv(&q->ring[at], eps, i))
-                    total++;
-            }
-            pthread_mutex_unlock(&q->mu);
+        if (!evds[j]->q_inited)
+            continue;
+        /* The queue's ring, read under its own lock (evq.h keeps the
+         * layout public for the embedding EVD). Order: srq->lock before
+         * an EVD queue's lock (evq calls out of nothing while holding it). */
+        pthread_mutex_lock(&q->mu);
+        DAT_COUNT cnt = atomic_load(&q->count);
+        for (DAT_COUNT k = 0; k < cnt; k++) {
+            DAT_COUNT at = q->head + k;
+            if (at >= q->cap)
+                at -= q->cap;
+            if (is_srq_recv(&q->ring[at], eps, i))
+                total++;
         }
-        sd_handle_put(&evds[j]->h);
+        pthread_mutex_unlock(&q->mu);
     }
     free(eps);
-    free(evds);
     return total;
+}
+
+static unsigned own_posting(const struct sd_srq *srq)
+{
+    unsigned n = 0;
+    for (const struct posting_frame *f = tl_posting; f != NULL; f = f->prev)
+        n += f->srq == srq;
+    return n;
 }
 
 DAT_COUNT sd_srq_outstanding(struct sd_srq *srq)
 {
-    DAT_COUNT queued = count_unreaped(srq);
-    if (queued < 0)
-        return DAT_VALUE_UNKNOWN;
+    unsigned own = own_posting(srq);
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += POSTING_WAIT_US / 1000000u;
+    dl.tv_nsec += (long)(POSTING_WAIT_US % 1000000u) * 1000;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
     pthread_mutex_lock(&srq->lock);
+    /* Another thread's event may be in its EVD already while its buffer
+     * is still counted as posting: wait until only our own posts remain
+     * (their events are queued, or lost to an overflow: either way the
+     * scan is right about them). New posts need srq->lock to begin. */
+    bool timed_out = false;
+    while (srq->posting > own && !timed_out) {
+        srq->posting_waiters++;
+        timed_out = pthread_cond_timedwait(&srq->posted, &srq->lock, &dl) == ETIMEDOUT;
+        srq->posting_waiters--;
+    }
+    if (srq->posting > own) {
+        pthread_mutex_unlock(&srq->lock);
+        SD_WARN("srq", "srq %p: deliveries did not end in %u us, outstanding count unknown", (void *)srq,
+                POSTING_WAIT_US);
+        return DAT_VALUE_UNKNOWN;
+    }
+    unsigned cap = srq->neps;
+    struct sd_evd **evds = cap ? calloc(cap, sizeof *evds) : NULL;
+    unsigned nevd = 0;
+    DAT_COUNT queued = cap > 0 && evds == NULL ? -1 : count_unreaped_locked(srq, evds, &nevd);
     DAT_COUNT n = (DAT_COUNT)(srq->in_use + srq->delivering);
     pthread_mutex_unlock(&srq->lock);
-    return n + queued;
+    for (unsigned j = 0; j < nevd; j++)
+        sd_handle_put(&evds[j]->h);
+    free(evds);
+    return queued < 0 ? DAT_VALUE_UNKNOWN : n + queued;
 }
 
 static DAT_RETURN sd_srq_query(DAT_SRQ_HANDLE srq_handle, DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM *p)
@@ -533,6 +588,27 @@ bool sd_srq_take(struct sd_srq *srq, uint64_t emu_cookie, DAT_DTO_COOKIE *cookie
     }
     pthread_mutex_unlock(&srq->lock);
     return ok;
+}
+
+DAT_RETURN sd_srq_deliver(struct sd_srq *srq, struct sd_evd *evd, const DAT_EVENT *ev, enum sd_evq_kind kind,
+                          unsigned flags)
+{
+    struct posting_frame f = {.srq = srq, .prev = tl_posting};
+    pthread_mutex_lock(&srq->lock);
+    if (srq->delivering > 0)
+        srq->delivering--;
+    srq->posting++;
+    pthread_mutex_unlock(&srq->lock);
+    /* Not under srq->lock: the post may run a CNO proxy agent. */
+    tl_posting = &f;
+    DAT_RETURN rc = sd_evd_post(evd, ev, kind, flags);
+    tl_posting = f.prev;
+    pthread_mutex_lock(&srq->lock);
+    srq->posting--;
+    if (srq->posting_waiters > 0)
+        pthread_cond_broadcast(&srq->posted);
+    pthread_mutex_unlock(&srq->lock);
+    return rc;
 }
 
 void sd_srq_done(struct sd_srq *srq)

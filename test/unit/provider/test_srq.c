@@ -10,8 +10,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/provider/ep.h"
@@ -692,6 +694,145 @@ START_TEST(worked_example_and_sharing)
 }
 END_TEST
 
+/* Outstanding is exact at every instant, also while a completion is being
+ * delivered: with nothing posted or reaped, each buffer is counted once
+ * whether on the SRQ, held by an EP, being delivered, or queued in the
+ * recv EVD. A thread queries without pause while the server's engine
+ * delivers the receives. */
+struct watch {
+    struct side *s;
+    DAT_SRQ_HANDLE srq;
+    DAT_COUNT want;
+    atomic_bool stop;
+    atomic_int queries, wrong, last_wrong, errors;
+};
+
+static void *watch_outstanding(void *arg)
+{
+    struct watch *w = arg;
+    while (!atomic_load(&w->stop)) {
+        DAT_SRQ_PARAM prm;
+        if (w->s->p->srq_query_func(w->srq, DAT_SRQ_FIELD_ALL, &prm) != DAT_SUCCESS) {
+            atomic_fetch_add(&w->errors, 1);
+            continue;
+        }
+        atomic_fetch_add(&w->queries, 1);
+        if (prm.outstanding_dto_count != w->want) {
+            atomic_fetch_add(&w->wrong, 1);
+            atomic_store(&w->last_wrong, prm.outstanding_dto_count);
+        }
+    }
+    return NULL;
+}
+
+START_TEST(outstanding_exact_during_delivery)
+{
+    enum { N = 96 };
+    struct side cl, sv;
+    side_open(&cl, "t-srq-ex-cl");
+    side_open(&sv, "t-srq-ex-sv");
+    DAT_SRQ_HANDLE srq = mk_srq(&sv, N, 1);
+    DAT_EP_HANDLE sep[2], cep[2];
+    for (int i = 0; i < 2; i++) {
+        sep[i] = mk_srq_ep(&sv, sv.pz, srq);
+        cep[i] = mk_plain_ep(&cl);
+        connect_pair(&cl, cep[i], &sv, sep[i]);
+    }
+    for (int i = 0; i < N; i++)
+        ck_assert_dat_ok(post(&sv, srq, sv.lc, (size_t)i * 64, 64, 1000 + (uint64_t)i));
+    struct watch w = {.s = &sv, .srq = srq, .want = N};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, watch_outstanding, &w), 0);
+    for (int i = 0; i < 5000 && atomic_load(&w.queries) == 0 && atomic_load(&w.errors) == 0; i++)
+        usleep(1000); /* the watcher is running before the first Send */
+    for (int i = 0; i < N; i++)
+        send_msg(&cl, cep[i & 1], 0, 32, (uint64_t)i);
+    wait_avail(&sv, srq, 0);
+    atomic_store(&w.stop, true);
+    pthread_join(th, NULL);
+    ck_assert_int_eq(atomic_load(&w.errors), 0);
+    ck_assert_int_gt(atomic_load(&w.queries), 0);
+    ck_assert_msg(atomic_load(&w.wrong) == 0, "%d of %d queries wrong (last %d, want %d)", atomic_load(&w.wrong),
+                  atomic_load(&w.queries), atomic_load(&w.last_wrong), N);
+    ck_assert_int_eq(srq_q(&sv, srq).outstanding_dto_count, N);
+    for (int i = 0; i < N; i++) {
+        DAT_EVENT ev = wait_ev(&sv, sv.rcv, DAT_DTO_COMPLETION_EVENT);
+        ck_assert_int_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    }
+    ck_assert_int_eq(srq_q(&sv, srq).outstanding_dto_count, 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_dat_ok(sv.p->ep_free_func(sep[i]));
+    ck_assert_dat_ok(sv.p->srq_free_func(srq));
+    side_close(&cl);
+    side_close(&sv);
+}
+END_TEST
+
+/* A CNO proxy agent runs inside the EVD post of an SRQ receive: a query
+ * from it neither waits for that post (its own) nor counts the buffer
+ * twice; the event is queued by then. */
+struct agent_q {
+    DAT_PROVIDER *p;
+    DAT_SRQ_HANDLE srq;
+    atomic_int calls;
+    DAT_COUNT outstanding;
+    DAT_RETURN rc;
+    long us;
+};
+
+static void agent_query(DAT_PVOID data, DAT_EVD_HANDLE evd)
+{
+    (void)evd;
+    struct agent_q *a = data;
+    struct timespec t0, t1;
+    DAT_SRQ_PARAM prm;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    a->rc = a->p->srq_query_func(a->srq, DAT_SRQ_FIELD_ALL, &prm);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    a->outstanding = prm.outstanding_dto_count;
+    a->us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+    atomic_fetch_add(&a->calls, 1);
+}
+
+START_TEST(query_from_cno_agent)
+{
+    struct side cl, sv;
+    side_open(&cl, "t-srq-ag-cl");
+    side_open(&sv, "t-srq-ag-sv");
+    DAT_SRQ_HANDLE srq = mk_srq(&sv, 8, 1);
+    struct agent_q a = {.p = sv.p, .srq = srq};
+    DAT_OS_WAIT_PROXY_AGENT agent = {.instance_data = &a, .proxy_agent_func = agent_query};
+    DAT_CNO_HANDLE cno = DAT_HANDLE_NULL;
+    ck_assert_dat_ok(sv.p->cno_create_func(sv.ia, agent, &cno));
+    DAT_EVD_HANDLE rcv = DAT_HANDLE_NULL;
+    ck_assert_dat_ok(sv.p->evd_create_func(sv.ia, 16, cno, DAT_EVD_DTO_FLAG, &rcv));
+    DAT_EP_ATTR at;
+    srq_attr_default(&at);
+    DAT_EP_HANDLE sep = DAT_HANDLE_NULL;
+    ck_assert_dat_ok(sv.p->ep_create_with_srq_func(sv.ia, sv.pz, rcv, sv.req, sv.conn, srq, &at, &sep));
+    DAT_EP_HANDLE cep = mk_plain_ep(&cl);
+    connect_pair(&cl, cep, &sv, sep);
+    for (int i = 0; i < 3; i++)
+        ck_assert_dat_ok(post(&sv, srq, sv.lc, (size_t)i * MSG, MSG, 300 + (uint64_t)i));
+    send_msg(&cl, cep, 0, 16, 1);
+    for (int i = 0; i < 5000 && atomic_load(&a.calls) == 0; i++)
+        usleep(1000);
+    ck_assert_int_eq(atomic_load(&a.calls), 1);
+    ck_assert_dat_ok(a.rc);
+    ck_assert_int_eq(a.outstanding, 3); /* 2 on the SRQ + 1 queued */
+    ck_assert_msg(a.us < 500000, "query from the agent took %ld us", a.us);
+    DAT_EVENT ev = wait_ev(&sv, rcv, DAT_DTO_COMPLETION_EVENT);
+    ck_assert_uint_eq(ev.event_data.dto_completion_event_data.user_cookie.as_64, 300);
+    ck_assert_int_eq(srq_q(&sv, srq).outstanding_dto_count, 2);
+    ck_assert_dat_ok(sv.p->ep_free_func(sep));
+    ck_assert_dat_ok(sv.p->evd_free_func(rcv));
+    ck_assert_dat_ok(sv.p->cno_free_func(cno));
+    ck_assert_dat_ok(sv.p->srq_free_func(srq));
+    side_close(&cl);
+    side_close(&sv);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("srq");
@@ -704,6 +845,8 @@ int main(void)
     tcase_add_test(tc, ep_with_srq_local);
     tcase_add_test(tc, concurrent_post_query_resize);
     tcase_add_test(tc, worked_example_and_sharing);
+    tcase_add_test(tc, outstanding_exact_during_delivery);
+    tcase_add_test(tc, query_from_cno_agent);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
