@@ -188,6 +188,7 @@ void emu_qp_destroy(struct emu_qp *qp)
     pthread_mutex_destroy(&qp->rx_lock);
     pthread_mutex_destroy(&qp->rq_lock);
     free(qp->irq);
+    free(qp->tb.stage);
     free(qp->sq);
     free(qp->sq_sge);
     free(qp->rd_fifo);
@@ -218,6 +219,7 @@ int emu_qp_reset(struct emu_qp *qp)
     memset(&qp->cur, 0, sizeof qp->cur);
     qp->tb.niov = qp->tb.iov_pos = qp->tb.nrec = qp->tb.rec_pos = 0;
     qp->tb.rec_done = qp->tb.bytes = 0;
+    qp->tb.stage_used = 0;
     qp->tx_bytes = qp->tx_fpdus = 0;
     qp->ird = qp->a.ird;
     qp->ord = qp->a.ord;
@@ -249,14 +251,29 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     struct ird_ent *irq = calloc(icap, sizeof *irq);
     if (!irq)
         return -ENOMEM;
+    /* CRC on: the transmit staging area (qp_tx.c), once per QP. */
+    uint8_t *stage = NULL;
+    if (info.crc) {
+        stage = malloc(QP_TX_STAGE_BYTES);
+        if (!stage) {
+            free(irq);
+            return -ENOMEM;
+        }
+    }
     pthread_mutex_lock(&qp->rx_lock);
     pthread_mutex_lock(&qp->sq_lock);
     if (qp->c || qp->rx_attached) {
         pthread_mutex_unlock(&qp->sq_lock);
         pthread_mutex_unlock(&qp->rx_lock);
         free(irq);
+        free(stage);
         return -EBUSY;
     }
+    if (stage && !qp->tb.stage) {
+        qp->tb.stage = stage;
+        stage = NULL;
+    }
+    free(stage); /* a reused QP keeps its first one */
     qp->c = c;
     qp->conn_id = conn_id;
     qp->crc = info.crc;
@@ -432,6 +449,7 @@ void emu_qp_flush(struct emu_qp *qp)
     memset(&qp->cur, 0, sizeof qp->cur);
     qp->tb.niov = qp->tb.iov_pos = qp->tb.nrec = qp->tb.rec_pos = 0;
     qp->tb.rec_done = qp->tb.bytes = 0;
+    qp->tb.stage_used = 0;
     pthread_mutex_unlock(&qp->sq_lock);
     pthread_mutex_unlock(&qp->rx_lock);
 }

@@ -24,6 +24,11 @@
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
 #define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */
 #define QP_TX_MULPDU_MAX 65535u         /* 16-bit ULPDU_Length limit */
+/* CRC on: every FPDU's payload is copied here and sent from the copy, so
+ * the CRC covers exactly the bytes on the wire (the source may change under
+ * us: a Read Response's region belongs to a running application). Holds
+ * four maximum-size FPDUs; it bounds coalescing when CRC is on. */
+#define QP_TX_STAGE_BYTES (256u * 1024u)
 
 enum wq_state { WQ_QUEUED = 0, WQ_TX, WQ_WAIT, WQ_DONE };
 
@@ -81,6 +86,8 @@ struct txbatch {
     uint32_t nrec, rec_pos;
     uint32_t rec_done;          /* bytes of rec[rec_pos] already written */
     uint32_t bytes;             /* total bytes added */
+    uint8_t *stage;             /* CRC on: payload copies (QP_TX_STAGE_BYTES), else NULL */
+    uint32_t stage_used;
     uint8_t hdr[QP_TXB_FPDUS][EMU_FPDU_HDR_MAX];
     uint8_t trl[QP_TXB_FPDUS][EMU_FPDU_TRAILER_MAX];
 };

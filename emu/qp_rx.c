@@ -532,7 +532,8 @@ static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
     }
 }
 
-/* Account n bytes that readv put into the target iovecs. */
+/* Account n bytes that readv put into the target iovecs (CRC off only:
+ * see qp_rx_run). */
 static void placed_direct(struct emu_qp *qp, size_t n)
 {
     qp->pay_left -= (uint32_t)n;
@@ -540,7 +541,6 @@ static void placed_direct(struct emu_qp *qp, size_t n)
     while (n > 0 && qp->tgt_i < qp->tgt_n) {
         struct iovec *v = &qp->tgt[qp->tgt_i];
         size_t k = v->iov_len < n ? v->iov_len : n;
-        crc_iov(qp, v->iov_base, k);
         n -= k;
         v->iov_base = (char *)v->iov_base + k;
         v->iov_len -= k;
@@ -655,7 +655,13 @@ int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
         if (rc < 0)
             return rc;
         ssize_t n;
-        if (qp->phase == RX_PAY && qp->pay_left >= QP_DIRECT_MIN && qp->tgt_i < qp->tgt_n) {
+        /* CRC on: no placement in place. The CRC must cover the bytes that
+         * came off the wire, not the target memory read back afterwards:
+         * the target's owner may write into it meanwhile (undefined data,
+         * but never a false CRC error that breaks the connection). So the
+         * payload goes through the prefetch buffer (one more copy). */
+        if (!qp->crc && qp->phase == RX_PAY && qp->pay_left >= QP_DIRECT_MIN &&
+            qp->tgt_i < qp->tgt_n) {
             struct iovec iov[EMU_QP_MAX_SGE + 2];
             uint32_t k = 0;
             for (uint32_t i = qp->tgt_i; i < qp->tgt_n; i++)

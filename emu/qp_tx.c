@@ -12,13 +12,38 @@ static void batch_reset(struct txbatch *b)
 {
     b->niov = b->iov_pos = b->nrec = b->rec_pos = 0;
     b->rec_done = b->bytes = 0;
+    b->stage_used = 0;
 }
 
 static bool batch_room(const struct emu_qp *qp)
 {
     const struct txbatch *b = &qp->tb;
+    /* CRC on: the next FPDU's payload (< mulpdu) must fit the staging area. */
+    if (qp->crc && b->stage_used + qp->mulpdu > QP_TX_STAGE_BYTES)
+        return false;
     return b->nrec < QP_TXB_FPDUS && b->niov + 2 + EMU_QP_MAX_SGE <= QP_TXB_IOV &&
            b->bytes < QP_TXB_BYTES;
+}
+
+/* CRC on: copy the payload into the staging area and describe it by one
+ * iovec there. The CRC is then computed over, and the socket is given,
+ * the same private bytes: the source (a Read Response's region, which its
+ * owner may write at any time; or a buffer a careless consumer reuses) can
+ * change between the two without corrupting the stream, as on an RNIC
+ * that computes the CRC over the bytes it DMAs. */
+static uint32_t stage_payload(struct txbatch *b, const struct iovec *pay, uint32_t npay,
+                              struct iovec *out)
+{
+    uint8_t *dst = b->stage + b->stage_used;
+    size_t n = 0;
+    for (uint32_t i = 0; i < npay; i++) {
+        memcpy(dst + n, pay[i].iov_base, pay[i].iov_len);
+        n += pay[i].iov_len;
+    }
+    b->stage_used += (uint32_t)n;
+    out->iov_base = dst;
+    out->iov_len = n;
+    return n ? 1 : 0;
 }
 
 /* Append one FPDU: header h carrying payload (iovecs), then pad + CRC. */
@@ -28,6 +53,11 @@ static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const stru
     struct txbatch *b = &qp->tb;
     uint32_t r = b->nrec;
     size_t hlen = 0;
+    struct iovec staged;
+    if (qp->crc && paylen > 0) {
+        npay = stage_payload(b, pay, npay, &staged);
+        pay = &staged;
+    }
     int rc = emu_fpdu_build_hdr(h, paylen, b->hdr[r], EMU_FPDU_HDR_MAX, &hlen);
     if (rc != EMU_DDP_OK) {
         SD_ERR("qp", "%p cannot build FPDU: %s", (void *)qp, emu_ddp_strerror(rc));
