@@ -158,10 +158,14 @@ static void leave(struct emu_conn *c)
     conn_put(c);
 }
 
-/* True when the engine should stop working on c. */
+/* True when the engine should stop working on c. Both flags are the
+ * engine's own, but they sit beside want_tx, which other threads write
+ * under c->lock: byte-sized loads keep the compiler from reading them as
+ * one wider word that would span that byte. */
 static bool gone(const struct emu_conn *c)
 {
-    return c->released || c->free_pending;
+    return __atomic_load_n(&c->released, __ATOMIC_RELAXED) ||
+           __atomic_load_n(&c->free_pending, __ATOMIC_RELAXED);
 }
 
 static void deliver(struct emu_conn *c, enum emu_conn_event_type t, int err, const void *pd,
