@@ -253,4 +253,33 @@ static inline void rp_stall_end(struct rp_stall *b)
     pthread_mutex_destroy(&b->mu);
 }
 
+/* Put an EP in a state directly (decision tables only). */
+static inline void force_state(DAT_EP_HANDLE h, DAT_EP_STATE s)
+{
+    struct sd_ep *ep = (struct sd_ep *)h;
+    pthread_mutex_lock(&ep->lock);
+    ep->state = s;
+    pthread_mutex_unlock(&ep->lock);
+}
+
+/* Every EP state but Connected / Disconnected, with the DAT_INVALID_STATE
+ * subtype naming it: where request posts and binds are refused (L7139). */
+static const struct {
+    DAT_EP_STATE s;
+    DAT_UINT32 sub;
+} rp_states[] = {
+    {DAT_EP_STATE_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONNECTED},
+    {DAT_EP_STATE_RESERVED, DAT_INVALID_STATE_EP_RESERVED},
+    {DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_PASSCONNPENDING},
+    {DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_ACTCONNPENDING},
+    {DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_TENTCONNPENDING},
+    {DAT_EP_STATE_DISCONNECT_PENDING, DAT_INVALID_STATE_EP_DISCPENDING},
+    {DAT_EP_STATE_COMPLETION_PENDING, DAT_INVALID_STATE_EP_COMPLPENDING},
+    {DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONFIGURED},
+    {DAT_EP_STATE_UNCONFIGURED_RESERVED, DAT_INVALID_STATE_EP_UNCONFRESERVED},
+    {DAT_EP_STATE_UNCONFIGURED_PASSIVE, DAT_INVALID_STATE_EP_UNCONFPASSIVE},
+    {DAT_EP_STATE_UNCONFIGURED_TENTATIVE, DAT_INVALID_STATE_EP_UNCONFTENTATIVE},
+};
+#define RP_NSTATES (sizeof rp_states / sizeof rp_states[0])
+
 #endif

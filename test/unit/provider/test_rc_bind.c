@@ -51,13 +51,6 @@ static DAT_DTO_COMPLETION_STATUS read_via(struct rp_side *s, DAT_EP_HANDLE ep, D
     return d.status;
 }
 
-static void force_state(DAT_EP_HANDLE h, DAT_EP_STATE s)
-{
-    struct sd_ep *ep = (struct sd_ep *)h;
-    pthread_mutex_lock(&ep->lock);
-    ep->state = s;
-    pthread_mutex_unlock(&ep->lock);
-}
 
 /* ------------------------------------------------------------ codes */
 
@@ -171,28 +164,12 @@ START_TEST(bind_argument_codes)
 
     /* States (L8275): every one but Connected / Disconnected. */
     DAT_EP_HANDLE ep = rp_ep(c, NULL);
-    static const struct {
-        DAT_EP_STATE s;
-        DAT_UINT32 sub;
-    } st[] = {
-        {DAT_EP_STATE_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONNECTED},
-        {DAT_EP_STATE_RESERVED, DAT_INVALID_STATE_EP_RESERVED},
-        {DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_PASSCONNPENDING},
-        {DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_ACTCONNPENDING},
-        {DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_TENTCONNPENDING},
-        {DAT_EP_STATE_DISCONNECT_PENDING, DAT_INVALID_STATE_EP_DISCPENDING},
-        {DAT_EP_STATE_COMPLETION_PENDING, DAT_INVALID_STATE_EP_COMPLPENDING},
-        {DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONFIGURED},
-        {DAT_EP_STATE_UNCONFIGURED_RESERVED, DAT_INVALID_STATE_EP_UNCONFRESERVED},
-        {DAT_EP_STATE_UNCONFIGURED_PASSIVE, DAT_INVALID_STATE_EP_UNCONFPASSIVE},
-        {DAT_EP_STATE_UNCONFIGURED_TENTATIVE, DAT_INVALID_STATE_EP_UNCONFTENTATIVE},
-    };
-    for (unsigned i = 0; i < sizeof st / sizeof st[0]; i++) {
-        force_state(ep, st[i].s);
-        ck_assert_dat_err(do_bind(c, rmr, c->lmr, c->lc, c->buf, 64, rw, ep, 1, 0, &ctx), DAT_INVALID_STATE, st[i].sub);
+    for (unsigned i = 0; i < RP_NSTATES; i++) {
+        force_state(ep, rp_states[i].s);
+        ck_assert_dat_err(do_bind(c, rmr, c->lmr, c->lc, c->buf, 64, rw, ep, 1, 0, &ctx), DAT_INVALID_STATE, rp_states[i].sub);
         DAT_LMR_TRIPLET z = rp_tri(0, NULL, 0);
         ck_assert_dat_err(p->rmr_bind_func(rmr, NULL, &z, 0, DAT_VA_TYPE_VA, ep, rp_ck(1), 0, &ctx), DAT_INVALID_STATE,
-                          st[i].sub);
+                          rp_states[i].sub);
     }
     force_state(ep, DAT_EP_STATE_UNCONNECTED);
     /* Disconnected: accepted, flushed at once as a bind event (L8275). */

@@ -89,13 +89,6 @@ END_TEST
 
 /* ------------------------------------------------------------ states */
 
-static void force_state(DAT_EP_HANDLE h, DAT_EP_STATE s)
-{
-    struct sd_ep *ep = (struct sd_ep *)h;
-    pthread_mutex_lock(&ep->lock);
-    ep->state = s;
-    pthread_mutex_unlock(&ep->lock);
-}
 
 /* Request posts are allowed in Connected and Disconnected only (L7139,
  * L7217, L7415, L7495, L7628); every other state answers INVALID_STATE
@@ -112,27 +105,11 @@ START_TEST(every_state)
     DAT_EP_HANDLE ep = rp_ep(c, &a);
     DAT_LMR_TRIPLET t = rp_tri(c->lc, c->buf, 8);
     DAT_RMR_TRIPLET r = rp_rtri(x.s.rc, x.s.buf, 8);
-    static const struct {
-        DAT_EP_STATE s;
-        DAT_UINT32 sub;
-    } st[] = {
-        {DAT_EP_STATE_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONNECTED},
-        {DAT_EP_STATE_RESERVED, DAT_INVALID_STATE_EP_RESERVED},
-        {DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_PASSCONNPENDING},
-        {DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_ACTCONNPENDING},
-        {DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_TENTCONNPENDING},
-        {DAT_EP_STATE_DISCONNECT_PENDING, DAT_INVALID_STATE_EP_DISCPENDING},
-        {DAT_EP_STATE_COMPLETION_PENDING, DAT_INVALID_STATE_EP_COMPLPENDING},
-        {DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONFIGURED},
-        {DAT_EP_STATE_UNCONFIGURED_RESERVED, DAT_INVALID_STATE_EP_UNCONFRESERVED},
-        {DAT_EP_STATE_UNCONFIGURED_PASSIVE, DAT_INVALID_STATE_EP_UNCONFPASSIVE},
-        {DAT_EP_STATE_UNCONFIGURED_TENTATIVE, DAT_INVALID_STATE_EP_UNCONFTENTATIVE},
-    };
-    for (unsigned i = 0; i < sizeof st / sizeof st[0]; i++) {
-        force_state(ep, st[i].s);
+    for (unsigned i = 0; i < RP_NSTATES; i++) {
+        force_state(ep, rp_states[i].s);
         for (enum op op = 0; op < OP_N; op++) {
-            ck_assert_dat_err(post_op(c->p, op, ep, 1, &t, &r, &r, 1, 0), DAT_INVALID_STATE, st[i].sub);
-            ck_assert_dat_err(post_op(c->p, op, ep, 99, NULL, NULL, NULL, 1, 0xFFFF), DAT_INVALID_STATE, st[i].sub);
+            ck_assert_dat_err(post_op(c->p, op, ep, 1, &t, &r, &r, 1, 0), DAT_INVALID_STATE, rp_states[i].sub);
+            ck_assert_dat_err(post_op(c->p, op, ep, 99, NULL, NULL, NULL, 1, 0xFFFF), DAT_INVALID_STATE, rp_states[i].sub);
         }
         ck_assert_dat_ok(c->p->ep_post_recv_func(ep, 1, &t, rp_ck(100 + i), 0));
     }
