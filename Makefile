@@ -45,7 +45,15 @@ ifeq ($(filter $(NODEP_GOALS),$(MAKECMDGOALS)),)
 endif
 
 EVENT_CFLAGS := $(shell pkg-config --cflags libevent_core libevent_pthreads 2>/dev/null)
-EVENT_LIBS   := $(shell pkg-config --libs libevent_core libevent_pthreads 2>/dev/null)
+# Nothing links libevent: emu/evlib.c dlopens it privately (RTLD_DEEPBIND),
+# so that a host program's symbols cannot capture it. Its sonames are read
+# off the libraries pkg-config names.
+EVENT_LIBDIR := $(shell pkg-config --variable=libdir libevent_core 2>/dev/null)
+soname_of = $(shell objdump -p $(EVENT_LIBDIR)/$(1).so 2>/dev/null | sed -n 's/^ *SONAME *//p')
+EVENT_SONAMES := $(if $(filter $(NODEP_GOALS),$(MAKECMDGOALS)),,\
+  -DSOFTDAT_EVENT_CORE_SONAME='"$(call soname_of,libevent_core)"' \
+  -DSOFTDAT_EVENT_PTHREADS_SONAME='"$(call soname_of,libevent_pthreads)"')
+EVENT_LIBS   := -ldl
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 
@@ -117,6 +125,8 @@ $(OBJ)/%.o: %.c
 # The registry's last-resort dat.conf is the one `make install` writes.
 $(DAT_OBJ): CPPFLAGS += -DSOFTDAT_SYSCONFDIR='"$(PREFIX)/etc"'
 
+$(OBJ)/emu/evlib.o: CPPFLAGS += $(EVENT_SONAMES)
+
 # The provider hides everything but its entry points (RTLD_GLOBAL load).
 $(PROV_OBJ) $(EMU_OBJ): CFLAGS += -fvisibility=hidden
 
@@ -181,6 +191,10 @@ $(BUILD)/test/emu/%: test/unit/emu/%.c $(LIBEMU_A)
 $(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
+
+# Host programs that export libevent 1.4's symbol names (symbol_capture.sh).
+HOSTILE_HELPERS := $(BUILD)/test/helpers/dat_dto_peer_hostile $(BUILD)/test/helpers/libevent_capture_probe
+$(HOSTILE_HELPERS): LDFLAGS += -rdynamic
 
 # -- registry test fixture (owner: lib/dat) ----------------------------------
 # A tiny DAT provider that test/unit/dat programs dlopen through dat.conf

@@ -100,6 +100,8 @@ static void conn_close(struct emu_conn *c, bool abortive)
         emu_timer_cancel(c->timer);
     if (c->retry)
         emu_timer_cancel(c->retry);
+    if (c->rx_timer)
+        emu_timer_cancel(c->rx_timer);
     pthread_mutex_lock(&c->lock);
     struct emu_fdw *w = c->w;
     int fd = c->fd;
@@ -130,6 +132,8 @@ void conn_release(struct emu_conn *c)
     c->timer = NULL;
     emu_timer_free(c->retry);
     c->retry = NULL;
+    emu_timer_free(c->rx_timer);
+    c->rx_timer = NULL;
     emu_engine_hook_del(c->e, &c->hook);
     conn_put(c);
 }
@@ -236,13 +240,16 @@ void conn_watch(struct emu_conn *c, unsigned on, unsigned off)
 
 static void conn_io(int fd, unsigned what, void *arg);
 static void conn_timer(void *arg);
+static void conn_rx_again(void *arg);
 
-/* Watcher + timer + hook; engine thread or before the conn is published. */
+/* Watcher + timers + hook; engine thread or before the conn is published. */
 int conn_attach(struct emu_conn *c)
 {
     c->w = emu_fdw_new(c->e, c->fd, conn_io, c);
     c->timer = emu_timer_new(c->e, conn_timer, c);
-    if (c->w == NULL || c->timer == NULL)
+    c->rx_timer = emu_timer_new(c->e, conn_rx_again, c);
+    c->rx_retry_us = 1000;
+    if (c->w == NULL || c->timer == NULL || c->rx_timer == NULL)
         return -ENOMEM;
     return emu_engine_hook_add(c->e, &c->hook);
 }
@@ -455,12 +462,56 @@ static void est_readable(struct emu_conn *c)
     /* (LINGER: the hook freed the connection; the linger reads on) */
     if (gone(c) || c->state == CS_CLOSED || c->state == CS_LINGER || rc == EMU_RX_OK)
         return;
+    if (rc == EMU_RX_PAUSE) {
+        /* Level-triggered: readable bytes would wake us for nothing. */
+        conn_watch(c, 0, EMU_EV_READ);
+        emu_timer_arm(c->rx_timer, c->rx_retry_us);
+        return;
+    }
     if (rc == EMU_RX_EOF)
         finish(c, EMU_CONN_DISCONNECTED, 0, false);
     else if (rc == -ECONNRESET || rc == -EPIPE)
         finish(c, EMU_CONN_DISCONNECTED, ECONNRESET, true);
     else
         finish(c, EMU_CONN_BROKEN, rc < 0 ? -rc : EPROTO, true);
+}
+
+/* The rx hook again, reading or not: after a pause, or on a kick. */
+static void rx_again(struct emu_conn *c)
+{
+    if (gone(c) || (c->state != CS_EST && c->state != CS_CLOSING))
+        return;
+    emu_timer_cancel(c->rx_timer);
+    conn_watch(c, EMU_EV_READ, 0);
+    est_readable(c);
+}
+
+static void conn_rx_again(void *arg)
+{
+    struct emu_conn *c = arg;
+    enter(c);
+    rx_again(c);
+    leave(c);
+}
+
+static void rx_kick_job(void *arg)
+{
+    struct emu_conn *c = arg;
+    enter(c);
+    rx_again(c);
+    leave(c);
+    conn_put(c);
+}
+
+int emu_conn_rx_kick(struct emu_conn *c)
+{
+    return c ? conn_post(c, rx_kick_job) : -EINVAL;
+}
+
+void emu_conn_set_rx_retry(struct emu_conn *c, uint32_t usec)
+{
+    if (c)
+        c->rx_retry_us = usec ? usec : 1;
 }
 
 /* Abrupt disconnect of an established (or closing) connection: the DAT

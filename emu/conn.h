@@ -130,8 +130,11 @@ struct emu_conn_ops {
      * the watcher is level-triggered). Return EMU_RX_OK, EMU_RX_EOF (read
      * returned 0) or a negative errno: -ECONNRESET means the peer aborted
      * (DISCONNECTED), anything else (e.g. -EPROTO after sending a Terminate)
-     * breaks the connection (BROKEN). Without an rx hook the connection
-     * reads and discards. Never close fd. */
+     * breaks the connection (BROKEN), EMU_RX_PAUSE: stop reading the socket
+     * for now (receive flow control: the peer's bytes wait in TCP's window)
+     * and call rx again after emu_conn_set_rx_retry's delay, or at once on
+     * emu_conn_rx_kick. Without an rx hook the connection reads and
+     * discards. Never close fd. */
     int (*rx)(struct emu_conn *c, int fd, void *ctx);
     /* The socket became writable after emu_conn_want_tx(c, true). */
     void (*tx)(struct emu_conn *c, void *ctx);
@@ -142,7 +145,7 @@ struct emu_conn_ops {
      * emu_conn_free() or engine destroy: stop using the fd before those. */
     void (*detach)(struct emu_conn *c, void *ctx);
 };
-enum { EMU_RX_OK = 0, EMU_RX_EOF = 1 };
+enum { EMU_RX_OK = 0, EMU_RX_EOF = 1, EMU_RX_PAUSE = 2 };
 
 /* Negotiated parameters of an established connection. */
 struct emu_conn_info {
@@ -272,6 +275,13 @@ void emu_conn_set_ops(struct emu_conn *c, const struct emu_conn_ops *ops, void *
 ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt);
 /* Ask for (or stop) ops->tx calls on writability. Any thread. */
 void emu_conn_want_tx(struct emu_conn *c, bool on);
+/* After an rx hook returned EMU_RX_PAUSE, run it again after usec (default
+ * 1 ms). Engine thread (e.g. from the ESTABLISHED callback). */
+void emu_conn_set_rx_retry(struct emu_conn *c, uint32_t usec);
+/* Any thread: run the rx hook of an established connection soon on the
+ * engine, reading or not (a paused hook may now make progress, or bytes
+ * another thread already took off the socket wait to be processed). */
+int emu_conn_rx_kick(struct emu_conn *c);
 
 /* Capability marker codec (docs/wire.md §2.6). encode writes
  * EMU_CONN_CAP_MARKER_LEN bytes. parse: true iff pd starts with a complete

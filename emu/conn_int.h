@@ -43,6 +43,8 @@ struct emu_conn {
     struct emu_fdw *w;
     struct emu_timer *timer;
     struct emu_timer *retry;    /* active: next TCP connect after a refusal */
+    struct emu_timer *rx_timer; /* established: rx hook paused (EMU_RX_PAUSE), run it again */
+    uint32_t rx_retry_us;       /* that pause; engine thread */
     struct emu_engine_hook hook;
     bool want_tx;
 

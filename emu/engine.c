@@ -2,12 +2,10 @@
  * docs/emu-design.md. */
 #include "emu/engine.h"
 
+#include "emu/evlib.h"
 #include "emu/log.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <event2/event.h>
-#include <event2/thread.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,27 +66,12 @@ struct emu_fdw {
 };
 
 static _Thread_local struct emu_engine *tl_engine;
-static pthread_once_t g_evthread_once = PTHREAD_ONCE_INIT;
-static int g_evthread_rc;
 
-/* libevent keeps process-wide state it can never release: the lock
- * callbacks and the global locks evthread_use_pthreads() allocates. If
- * libevent were unloaded with the provider (dat_ia_close of the last IA
- * dlcloses us, and with us our libevent references) that state would be
- * lost for good. Pin both libraries for the life of the process, so that
- * the provider itself can be unloaded and reloaded any number of times. */
-static void pin_library_of(void *symbol)
+/* libevent through its private table (evlib.h). Valid once an engine
+ * exists: emu_engine_create fails when it cannot be loaded. */
+static inline const struct emu_evlib *ev(void)
 {
-    Dl_info info;
-    if (dladdr(symbol, &info) != 0 && info.dli_fname != NULL)
-        (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-}
-
-static void evthread_init(void)
-{
-    pin_library_of((void *)evthread_use_pthreads);
-    pin_library_of((void *)event_base_new);
-    g_evthread_rc = evthread_use_pthreads();
+    return emu_evlib_get();
 }
 
 uint64_t emu_now_us(void)
@@ -142,7 +125,7 @@ static void job_cb(evutil_socket_t fd, short what, void *arg)
     bool more = e->head != NULL;
     pthread_mutex_unlock(&e->lock);
     if (more)
-        event_active(e->job_ev, EV_READ, 0);
+        ev()->event_active(e->job_ev, EV_READ, 0);
 }
 
 /* Append j; force bypasses the stopping check (the shutdown job). */
@@ -164,7 +147,7 @@ static int enqueue(struct emu_engine *e, struct job *j, bool force)
     /* A non-empty queue already has a wakeup on its way (or job_cb is
      * running and will see j). */
     if (was_empty)
-        event_active(e->job_ev, EV_READ, 0);
+        ev()->event_active(e->job_ev, EV_READ, 0);
     return 0;
 }
 
@@ -281,7 +264,7 @@ static void obj_free(struct eobj *o)
 {
     for (int i = 0; i < 2; i++)
         if (o->ev[i])
-            event_free(o->ev[i]);
+            ev()->event_free(o->ev[i]);
     obj_unlink(o);
     free(o);
 }
@@ -303,7 +286,7 @@ struct emu_timer *emu_timer_new(struct emu_engine *e, emu_fn fn, void *arg)
         return NULL;
     t->fn = fn;
     t->arg = arg;
-    t->o.ev[0] = evtimer_new(e->base, timer_cb, t);
+    t->o.ev[0] = ev()->event_new(e->base, -1, 0, timer_cb, t);
     if (t->o.ev[0] == NULL) {
         free(t);
         return NULL;
@@ -316,18 +299,18 @@ int emu_timer_arm(struct emu_timer *t, uint64_t usec)
 {
     struct timeval tv = {.tv_sec = (time_t)(usec / 1000000u),
                          .tv_usec = (suseconds_t)(usec % 1000000u)};
-    return evtimer_add(t->o.ev[0], &tv) == 0 ? 0 : -EINVAL;
+    return ev()->event_add(t->o.ev[0], &tv) == 0 ? 0 : -EINVAL;
 }
 
 void emu_timer_cancel(struct emu_timer *t)
 {
     if (t)
-        evtimer_del(t->o.ev[0]);
+        ev()->event_del(t->o.ev[0]);
 }
 
 bool emu_timer_pending(struct emu_timer *t)
 {
-    return t && evtimer_pending(t->o.ev[0], NULL);
+    return t && ev()->event_pending(t->o.ev[0], EV_TIMEOUT, NULL);
 }
 
 void emu_timer_free(struct emu_timer *t)
@@ -353,7 +336,7 @@ struct emu_doorbell *emu_doorbell_new(struct emu_engine *e, emu_fn fn, void *arg
         return NULL;
     d->fn = fn;
     d->arg = arg;
-    d->o.ev[0] = event_new(e->base, -1, 0, doorbell_cb, d);
+    d->o.ev[0] = ev()->event_new(e->base, -1, 0, doorbell_cb, d);
     if (d->o.ev[0] == NULL) {
         free(d);
         return NULL;
@@ -365,7 +348,7 @@ struct emu_doorbell *emu_doorbell_new(struct emu_engine *e, emu_fn fn, void *arg
 void emu_doorbell_ring(struct emu_doorbell *d)
 {
     /* Activating an already-active event is a no-op: that is the coalescing. */
-    event_active(d->o.ev[0], EV_READ, 0);
+    ev()->event_active(d->o.ev[0], EV_READ, 0);
 }
 
 void emu_doorbell_free(struct emu_doorbell *d)
@@ -397,13 +380,13 @@ struct emu_fdw *emu_fdw_new(struct emu_engine *e, int fd, emu_fd_fn fn, void *ar
     w->fd = fd;
     w->fn = fn;
     w->arg = arg;
-    w->o.ev[0] = event_new(e->base, fd, EV_READ | EV_PERSIST, fdw_cb, w);
-    w->o.ev[1] = event_new(e->base, fd, EV_WRITE | EV_PERSIST, fdw_cb, w);
+    w->o.ev[0] = ev()->event_new(e->base, fd, EV_READ | EV_PERSIST, fdw_cb, w);
+    w->o.ev[1] = ev()->event_new(e->base, fd, EV_WRITE | EV_PERSIST, fdw_cb, w);
     if (w->o.ev[0] == NULL || w->o.ev[1] == NULL) {
         if (w->o.ev[0])
-            event_free(w->o.ev[0]);
+            ev()->event_free(w->o.ev[0]);
         if (w->o.ev[1])
-            event_free(w->o.ev[1]);
+            ev()->event_free(w->o.ev[1]);
         free(w);
         return NULL;
     }
@@ -414,9 +397,9 @@ struct emu_fdw *emu_fdw_new(struct emu_engine *e, int fd, emu_fd_fn fn, void *ar
 int emu_fdw_enable(struct emu_fdw *w, unsigned what)
 {
     int rc = 0;
-    if ((what & EMU_EV_READ) && event_add(w->o.ev[0], NULL) != 0)
+    if ((what & EMU_EV_READ) && ev()->event_add(w->o.ev[0], NULL) != 0)
         rc = -EINVAL;
-    if ((what & EMU_EV_WRITE) && event_add(w->o.ev[1], NULL) != 0)
+    if ((what & EMU_EV_WRITE) && ev()->event_add(w->o.ev[1], NULL) != 0)
         rc = -EINVAL;
     return rc;
 }
@@ -424,9 +407,9 @@ int emu_fdw_enable(struct emu_fdw *w, unsigned what)
 int emu_fdw_disable(struct emu_fdw *w, unsigned what)
 {
     if (what & EMU_EV_READ)
-        event_del(w->o.ev[0]);
+        ev()->event_del(w->o.ev[0]);
     if (what & EMU_EV_WRITE)
-        event_del(w->o.ev[1]);
+        ev()->event_del(w->o.ev[1]);
     return 0;
 }
 
@@ -444,7 +427,7 @@ static void *engine_main(void *arg)
     tl_engine = e;
     SD_DBG("engine", "%s: thread up", e->name);
     /* Returns only on event_base_loopbreak from the shutdown job. */
-    event_base_loop(e->base, EVLOOP_NO_EXIT_ON_EMPTY);
+    ev()->event_base_loop(e->base, EVLOOP_NO_EXIT_ON_EMPTY);
     SD_DBG("engine", "%s: thread down", e->name);
     tl_engine = NULL;
     return NULL;
@@ -455,11 +438,8 @@ int emu_engine_create(const char *name, struct emu_engine **out)
     if (out == NULL)
         return -EINVAL;
     *out = NULL;
-    pthread_once(&g_evthread_once, evthread_init);
-    if (g_evthread_rc != 0) {
-        SD_ERR("engine", "evthread_use_pthreads failed");
+    if (emu_evlib_get() == NULL)
         return -ENOSYS;
-    }
     struct emu_engine *e = calloc(1, sizeof *e);
     if (e == NULL)
         return -ENOMEM;
@@ -467,16 +447,16 @@ int emu_engine_create(const char *name, struct emu_engine **out)
     pthread_mutex_init(&e->lock, NULL);
     pthread_cond_init(&e->done_cv, NULL);
 
-    struct event_config *cfg = event_config_new();
+    struct event_config *cfg = ev()->event_config_new();
     if (cfg == NULL)
         goto fail;
     /* Precise timers: connection timeouts are given in microseconds. */
-    event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
-    e->base = event_base_new_with_config(cfg);
-    event_config_free(cfg);
+    ev()->event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    e->base = ev()->event_base_new_with_config(cfg);
+    ev()->event_config_free(cfg);
     if (e->base == NULL)
         goto fail;
-    e->job_ev = event_new(e->base, -1, 0, job_cb, e);
+    e->job_ev = ev()->event_new(e->base, -1, 0, job_cb, e);
     if (e->job_ev == NULL)
         goto fail;
 
@@ -496,9 +476,9 @@ int emu_engine_create(const char *name, struct emu_engine **out)
 
 fail:
     if (e->job_ev)
-        event_free(e->job_ev);
+        ev()->event_free(e->job_ev);
     if (e->base)
-        event_base_free(e->base);
+        ev()->event_base_free(e->base);
     pthread_cond_destroy(&e->done_cv);
     pthread_mutex_destroy(&e->lock);
     free(e);
@@ -520,7 +500,7 @@ static void shutdown_fn(void *arg)
             break;
         h->fn(h);
     }
-    event_base_loopbreak(e->base);
+    ev()->event_base_loopbreak(e->base);
 }
 
 int emu_engine_destroy(struct emu_engine *e)
@@ -546,8 +526,8 @@ int emu_engine_destroy(struct emu_engine *e)
     }
     if (n)
         SD_DBG("engine", "%s: freed %zu leftover timers/watchers", e->name, n);
-    event_free(e->job_ev);
-    event_base_free(e->base);
+    ev()->event_free(e->job_ev);
+    ev()->event_base_free(e->base);
     pthread_cond_destroy(&e->done_cv);
     pthread_mutex_destroy(&e->lock);
     free(e);

@@ -96,6 +96,21 @@ void qp_sq_report(struct emu_qp *qp, uint32_t idx, enum emu_wc_status st, uint32
         qp->sq_head++;
 }
 
+/* sq_lock held. The peer has placed everything sent before SQ index upto
+ * (a Read Response, which it sends only after processing what came
+ * before the Request, or a Terminate about a later WR): the Sends and
+ * Writes waiting for that complete, in post order. */
+void qp_sq_confirm(struct emu_qp *qp, uint32_t upto)
+{
+    for (uint32_t i = qp->sq_head; i != upto && i != qp->sq_tx && qp->unacked > 0; i++) {
+        struct sq_wqe *w = sq_at(qp, i);
+        if (w->st != WQ_ACK)
+            continue;
+        qp->unacked--;
+        qp_sq_report(qp, i, EMU_WC_SUCCESS, (uint32_t)w->len);
+    }
+}
+
 /* rx_lock held. Next posted receive (private ring or SRQ). */
 bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out)
 {
@@ -145,10 +160,15 @@ int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out)
         qp->a.max_message_size = UINT32_MAX;
     if (qp->a.max_rdma_size == 0)
         qp->a.max_rdma_size = UINT32_MAX;
+    if (qp->a.rnr_timer_us == 0)
+        qp->a.rnr_timer_us = EMU_QP_RNR_TIMER_US;
+    if (qp->a.rnr_retry > EMU_QP_RNR_INFINITE)
+        qp->a.rnr_retry = EMU_QP_RNR_INFINITE;
     qp->sq_cap = a->max_send_wr;
     qp->sq = calloc(qp->sq_cap, sizeof *qp->sq);
     qp->sq_sge = calloc((size_t)qp->sq_cap * qp->a.max_sge, sizeof *qp->sq_sge);
-    qp->rd_fifo = calloc(qp->sq_cap, sizeof *qp->rd_fifo);
+    qp->rd_cap = qp->sq_cap + 1; /* every SQ entry a Read, plus one probe */
+    qp->rd_fifo = calloc(qp->rd_cap, sizeof *qp->rd_fifo);
     qp->pf = malloc(QP_PF_SIZE);
     if (!a->srq) {
         qp->rq_cap = a->max_recv_wr;
@@ -215,6 +235,10 @@ int emu_qp_reset(struct emu_qp *qp)
         qp->tx_msn[i] = 1;
     qp->reads_out = 0;
     qp->rd_head = qp->rd_tail = 0;
+    qp->unacked = 0;
+    qp->ack_tail = qp->covered = qp->sq_tail;
+    qp->probe_out = false;
+    qp->probes = 0;
     qp->irq_head = qp->irq_tx = qp->irq_tail = 0;
     memset(&qp->cur, 0, sizeof qp->cur);
     qp->tb.niov = qp->tb.iov_pos = qp->tb.nrec = qp->tb.rec_pos = 0;
@@ -229,6 +253,7 @@ int emu_qp_reset(struct emu_qp *qp)
     qp->rx_dead = false;
     qp->rx_err = 0;
     qp->rx_bytes = qp->rx_fpdus = 0;
+    qp->rnr_stalls = 0;
     atomic_store(&qp->fatal_sent, false);
     pthread_mutex_unlock(&qp->rx_lock);
     return 0;
@@ -300,6 +325,8 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     qp->rx_release_tx = info.recv_first;
     qp->rx_fd = dfd;
     qp->rx_attached = true;
+    /* An RNR stall looks again every rnr_timer_us (IB's RNR NAK timer). */
+    emu_conn_set_rx_retry(c, qp->a.rnr_timer_us);
     qp->rx_dead = false;
     qp->rx_err = 0;
     pthread_mutex_unlock(&qp->rx_lock);
@@ -360,10 +387,12 @@ int emu_qp_progress(struct emu_qp *qp)
     return n;
 }
 
+/* Also waits for placement confirmations: a graceful disconnect right
+ * after a Send must not flush a Send the peer is about to receive. */
 static bool tx_idle(const struct emu_qp *qp)
 {
     return qp->cur.kind == TXK_NONE && qp->tb.rec_pos == qp->tb.nrec &&
-           qp->sq_tx == qp->sq_tail && qp->irq_head == qp->irq_tail;
+           qp->sq_tx == qp->sq_tail && qp->irq_head == qp->irq_tail && qp->unacked == 0;
 }
 
 int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
@@ -409,6 +438,18 @@ void emu_qp_flush(struct emu_qp *qp)
             qp->ops.recv_done(qp->a.ctx, &cqe);
     }
     qp->recv_err_set = false;
+    if (qp->have_imm_recv) {
+        qp->have_imm_recv = false;
+        struct emu_cqe cqe;
+        memset(&cqe, 0, sizeof cqe);
+        cqe.cookie = qp->imm_recv.cookie;
+        cqe.op = EMU_WC_RECV;
+        cqe.status = EMU_WC_FLUSHED;
+        qp->ncomp++;
+        if (qp->ops.recv_done)
+            qp->ops.recv_done(qp->a.ctx, &cqe);
+    }
+    qp->rnr_since = 0;
     if (!qp->a.srq) {
         pthread_mutex_lock(&qp->rq_lock);
         while (qp->rq_head != qp->rq_tail) {
@@ -446,6 +487,9 @@ void emu_qp_flush(struct emu_qp *qp)
     qp->irq_head = qp->irq_tx = qp->irq_tail = 0;
     qp->reads_out = 0;
     qp->rd_head = qp->rd_tail = 0;
+    qp->unacked = 0;
+    qp->ack_tail = qp->covered = qp->sq_tail;
+    qp->probe_out = false;
     memset(&qp->cur, 0, sizeof qp->cur);
     qp->tb.niov = qp->tb.iov_pos = qp->tb.nrec = qp->tb.rec_pos = 0;
     qp->tb.rec_done = qp->tb.bytes = 0;
@@ -558,10 +602,12 @@ void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
     out->ord = qp->ord;
     out->tx_bytes = qp->tx_bytes;
     out->tx_fpdus = qp->tx_fpdus;
+    out->placement_probes = qp->probes;
     pthread_mutex_unlock(&qp->sq_lock);
     pthread_mutex_lock(&qp->rx_lock);
     out->rx_bytes = qp->rx_bytes;
     out->rx_fpdus = qp->rx_fpdus;
+    out->rnr_stalls = qp->rnr_stalls;
     pthread_mutex_unlock(&qp->rx_lock);
     if (qp->a.srq) {
         out->recv_posted = emu_srq_posted(qp->a.srq);

@@ -15,9 +15,9 @@
  * ops->send_done (send queue) or ops->recv_done (receive queue), in post
  * order within each queue, except that RDMA Reads/atomics complete in order
  * among themselves and may pass later Sends/Writes (DAT ch. 5 rules). A
- * Send/Write completes when its last byte was accepted by the socket; a
- * Receive when its payload is placed; a Read when the last response byte
- * is placed. Callbacks run on the thread that made the progress (a posting
+ * Send/Write completes when its last byte was accepted by the socket (or,
+ * with attr.placement_ack, once the peer has placed it); a Receive when its
+ * payload is placed; a Read when the last response byte is placed. Callbacks run on the thread that made the progress (a posting
  * thread on the fast path, the engine thread, or a thread in
  * emu_qp_progress) with the QP's queue lock held: they must only record
  * the completion (e.g. enqueue an event) and must not call back into this
@@ -149,9 +149,23 @@ struct emu_qp_attr {
                                     bit, atomics the atomics bit, else those posts return
                                     -EOPNOTSUPP; opcodes 0x8-0xB are received iff any
                                     capability is in use, else a protocol error. */
+    /* InfiniBand semantics (docs/emu-datapath.md §7). */
+    uint8_t rnr_retry;           /* a Send or Immediate that finds no receive posted:
+                                    0 = Terminate at once (iWARP); 1-6 = stop reading the
+                                    stream (TCP holds the peer) and look again every
+                                    rnr_timer_us, Terminate after rnr_retry looks; 7 = wait
+                                    for ever (IB's "infinite retry") */
+    uint32_t rnr_timer_us;       /* 0: EMU_QP_RNR_TIMER_US */
+    bool placement_ack;          /* Sends and Writes complete once the peer has placed
+                                    them: a zero-length RDMA Read after them (or any Read)
+                                    confirms, as an IB ACK does. Needs a negotiated ORD >= 1,
+                                    else they complete on socket acceptance. */
     const struct emu_qp_ops *ops;
     void *ctx;
 };
+
+#define EMU_QP_RNR_TIMER_US 640u  /* IB RNR timer code 12 (0.64 ms), OFA DAPL's default */
+#define EMU_QP_RNR_INFINITE 7u
 
 int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out);
 /* Flushes anything outstanding (completions delivered), detaches, frees. */
@@ -203,6 +217,8 @@ struct emu_qp_stats {
     uint32_t send_outstanding, recv_posted;
     uint16_t ird, ord;           /* negotiated */
     uint64_t tx_bytes, rx_bytes, tx_fpdus, rx_fpdus;
+    uint64_t rnr_stalls;         /* times the receive side waited for a receive */
+    uint64_t placement_probes;   /* zero-length Reads sent to confirm placement */
 };
 void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out);
 

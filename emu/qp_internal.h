@@ -20,6 +20,7 @@
 #define QP_PF_SIZE (64u * 1024u)        /* receive prefetch buffer */
 #define QP_DIRECT_MIN (16u * 1024u)     /* payload >= this is read in place */
 #define QP_DIRECT_TAIL 256u             /* prefetch bytes read behind it: trailer + next header */
+#define QP_RX_ORDERED_TAIL 64u          /* last bytes of each copy stored in address order (qp_rx.c) */
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
 #define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */
@@ -30,7 +31,18 @@
  * four maximum-size FPDUs; it bounds coalescing when CRC is on. */
 #define QP_TX_STAGE_BYTES (256u * 1024u)
 
-enum wq_state { WQ_QUEUED = 0, WQ_TX, WQ_WAIT, WQ_DONE };
+/* WQ_WAIT: a Read/atomic sent, its response due. WQ_ACK: a Send/Write
+ * handed to the socket, its placement not yet confirmed (placement_ack). */
+enum wq_state { WQ_QUEUED = 0, WQ_TX, WQ_WAIT, WQ_ACK, WQ_DONE };
+
+/* Outstanding Read Requests in order: a consumer's Read/atomic (its SQ
+ * index), or a placement probe confirming every WR before SQ index idx. */
+struct rd_ent {
+    uint32_t idx;
+    bool probe;
+};
+
+#define QP_RX_STALL 1 /* receive side waits for a posted receive (RNR) */
 
 struct sq_wqe {
     uint64_t cookie;
@@ -69,7 +81,7 @@ struct ird_ent {
     struct emu_mem_ref ref;     /* source bytes, pinned until answered */
 };
 
-enum tx_kind { TXK_NONE = 0, TXK_SQ, TXK_IRD, TXK_CTRL };
+enum tx_kind { TXK_NONE = 0, TXK_SQ, TXK_IRD, TXK_CTRL, TXK_PROBE };
 
 struct txrec {
     uint32_t len;               /* FPDU bytes */
@@ -144,9 +156,15 @@ struct emu_qp {
     uint32_t tx_msn[EMU_QN_COUNT];
     uint32_t mulpdu;            /* transmit FPDU size */
     uint16_t ird, ord;          /* negotiated */
-    uint32_t reads_out;         /* Read Requests sent, not yet answered */
-    uint32_t *rd_fifo;          /* SQ indices of outstanding Reads, in order */
-    uint32_t rd_head, rd_tail;
+    uint32_t reads_out;         /* Read Requests sent (probes included), not yet answered */
+    struct rd_ent *rd_fifo;     /* outstanding Read Requests, in order (rd_cap) */
+    uint32_t rd_cap, rd_head, rd_tail;
+    uint32_t unacked;           /* WQ_ACK entries */
+    uint32_t ack_tail;          /* one past the last started WR that needs confirming */
+    uint32_t covered;           /* WRs before this SQ index have a Read Request after them */
+    bool probe_out;             /* a placement probe awaits its response */
+    uint32_t probe_stag;        /* its sink STag */
+    uint64_t probes;
     uint32_t read_seq;
     struct ird_ent *irq;        /* inbound Read Requests (IRD) */
     uint32_t irq_cap, irq_head, irq_tx, irq_tail; /* head: oldest unanswered; tx: next to start */
@@ -181,6 +199,12 @@ struct emu_qp {
     uint32_t rx_last_wlen;      /* length of the last complete Write message ... */
     bool rx_prev_write;         /* ... if it was the last message on the stream: an
                                    Immediate Data right after it reports that length */
+    uint64_t rnr_since;         /* emu_now_us() of the first look that found no receive, 0 */
+    bool rnr_kicked;            /* a consumer thread stalled: the engine was asked to take over */
+    uint64_t rnr_stalls;
+    bool have_imm_recv;         /* imm_recv: the receive an Immediate Data header took */
+    struct rq_wqe imm_recv;
+    bool rresp_probe;           /* the Read Response being received answers a probe */
     bool have_recv;             /* cur_recv holds a receive in progress */
     bool recv_err_set;
     enum emu_wc_status recv_err;
@@ -204,6 +228,7 @@ struct emu_qp {
 void qp_fatal(struct emu_qp *qp, bool remote, const struct emu_term *t, int err);
 bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out);
 void qp_sq_report(struct emu_qp *qp, uint32_t idx, enum emu_wc_status st, uint32_t len);
+void qp_sq_confirm(struct emu_qp *qp, uint32_t upto);
 uint32_t qp_sge_slice(const struct emu_sge *sge, uint32_t nsge, uint64_t off, uint64_t len,
                       struct iovec *iov, uint32_t max);
 
@@ -220,6 +245,11 @@ void qp_rx_reset(struct emu_qp *qp);
 static inline struct sq_wqe *sq_at(struct emu_qp *qp, uint32_t idx)
 {
     return &qp->sq[idx % qp->sq_cap];
+}
+
+static inline struct rd_ent *rd_at(struct emu_qp *qp, uint32_t i)
+{
+    return &qp->rd_fifo[i % qp->rd_cap];
 }
 
 #endif

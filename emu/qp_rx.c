@@ -16,10 +16,12 @@
 #include "emu/qp_internal.h"
 
 #include "emu/crc32c.h"
+#include "emu/engine.h"
 #include "emu/log.h"
 #include "emu/mpa.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -95,7 +97,9 @@ static enum emu_wc_status term_status(const struct emu_term *t)
     }
 }
 
-/* sq_lock held: the outstanding WR a received Terminate is about. */
+/* sq_lock held: the outstanding WR a received Terminate is about. The
+ * peer processed everything before it: WRs waiting for placement
+ * confirmation ahead of it completed. */
 static void term_blame(struct emu_qp *qp, const struct emu_term *t)
 {
     enum emu_wc_status st = term_status(t);
@@ -130,6 +134,11 @@ static void term_blame(struct emu_qp *qp, const struct emu_term *t)
         if (hit) {
             w->has_err = true;
             w->err = st;
+            if (w->st == WQ_ACK) {
+                w->st = WQ_TX; /* reported with its error at flush */
+                qp->unacked--;
+            }
+            qp_sq_confirm(qp, i);
             return;
         }
     }
@@ -149,6 +158,33 @@ static int rx_terminate(struct emu_qp *qp, bool engine)
     if (!engine && c)
         emu_conn_fail(c, EREMOTEIO);
     return -EREMOTEIO;
+}
+
+/* A Send or Immediate Data found no receive posted. iWARP (rnr_retry 0):
+ * Terminate. InfiniBand's receiver-not-ready: the header stays parsed,
+ * nothing more is read (TCP's window holds the peer, as RNR NAKs hold an
+ * IB requester) and the caller looks again every rnr_timer_us, for
+ * rnr_retry looks, or for ever with 7. */
+static int rx_no_recv(struct emu_qp *qp, bool engine)
+{
+    if (qp->a.rnr_retry == 0)
+        return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_NO_BUF,
+                            engine);
+    uint64_t now = emu_now_us();
+    if (qp->rnr_since == 0) {
+        qp->rnr_since = now;
+        qp->rnr_kicked = false;
+        qp->rnr_stalls++;
+        SD_DBG("qp", "%p receiver not ready: no receive posted, waiting", (void *)qp);
+    } else if (qp->a.rnr_retry < EMU_QP_RNR_INFINITE &&
+               now - qp->rnr_since >= (uint64_t)qp->a.rnr_retry * qp->a.rnr_timer_us) {
+        SD_INFO("qp", "%p receiver not ready after %u retries: Terminate", (void *)qp,
+                (unsigned)qp->a.rnr_retry);
+        qp->rnr_since = 0;
+        return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_NO_BUF,
+                            engine);
+    }
+    return QP_RX_STALL;
 }
 
 /* The header is complete and parsed: decide where the payload goes. */
@@ -181,11 +217,26 @@ static int header_done(struct emu_qp *qp, bool engine)
         qp->kind = RXK_RRESP;
         pthread_mutex_lock(&qp->sq_lock);
         struct sq_wqe *w = NULL;
+        bool probe = false, probe_ok = false;
         if (qp->rd_head != qp->rd_tail) {
-            qp->rresp_sq_idx = qp->rd_fifo[qp->rd_head % qp->sq_cap];
-            w = sq_at(qp, qp->rresp_sq_idx);
+            struct rd_ent *re = rd_at(qp, qp->rd_head);
+            probe = re->probe;
+            probe_ok = probe && h->stag == qp->probe_stag;
+            qp->rresp_sq_idx = re->idx;
+            if (!probe)
+                w = sq_at(qp, qp->rresp_sq_idx);
         }
         pthread_mutex_unlock(&qp->sq_lock);
+        qp->rresp_probe = probe;
+        if (probe) {
+            if (!probe_ok)
+                return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED,
+                                    EMU_DDP_EC_T_INV_STAG, engine);
+            if (h->to != 0 || h->payload_len != 0)
+                return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS,
+                                    engine);
+            break;
+        }
         if (!w || w->op != EMU_WR_READ || w->sink_stag != h->stag)
             return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_INV_STAG,
                                 engine);
@@ -204,8 +255,8 @@ static int header_done(struct emu_qp *qp, bool engine)
         qp->kind = RXK_SEND;
         if (!qp->ddp.q[EMU_QN_SEND].in_progress) {
             if (!qp_pop_recv(qp, &qp->cur_recv))
-                return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED,
-                                    EMU_DDP_EC_U_NO_BUF, engine);
+                return rx_no_recv(qp, engine);
+            qp->rnr_since = 0;
             qp->have_recv = true;
             qp->recv_err_set = false;
         }
@@ -220,6 +271,17 @@ static int header_done(struct emu_qp *qp, bool engine)
                                  qp->tgt, EMU_QP_MAX_SGE);
         break;
     }
+    case EMU_OP_IMM:
+    case EMU_OP_IMM_SE:
+        /* Take the receive now: with RNR retry the stream waits here, at a
+         * header, until one is posted. */
+        if (!qp->have_imm_recv) {
+            if (!qp_pop_recv(qp, &qp->imm_recv))
+                return rx_no_recv(qp, engine);
+            qp->rnr_since = 0;
+            qp->have_imm_recv = true;
+        }
+        break;
     default:
         break; /* fixed-size messages act once the trailer checked out */
     }
@@ -283,11 +345,23 @@ static int read_response_done(struct emu_qp *qp, bool engine)
 {
     pthread_mutex_lock(&qp->sq_lock);
     uint32_t idx = qp->rresp_sq_idx;
+    if (qp->rresp_probe) {
+        qp->rd_head++;
+        qp->reads_out--;
+        qp->probe_out = false;
+        qp_sq_confirm(qp, idx);
+        qp_tx_pump(qp); /* the next probe, a stalled Read, a graceful disconnect */
+        pthread_mutex_unlock(&qp->sq_lock);
+        qp->rresp_off = 0;
+        qp->ncomp++;
+        return 0;
+    }
     struct sq_wqe *w = sq_at(qp, idx);
     bool ok = qp->rresp_off == w->len;
     if (ok) {
         qp->rd_head++;
         qp->reads_out--;
+        qp_sq_confirm(qp, idx);
         qp_sq_report(qp, idx, EMU_WC_SUCCESS, (uint32_t)w->len);
         qp_tx_pump(qp); /* ORD freed: a stalled Read may go */
     } else {
@@ -307,10 +381,9 @@ static int read_response_done(struct emu_qp *qp, bool engine)
 static int immediate(struct emu_qp *qp, bool engine)
 {
     const struct emu_ddp_hdr *h = &qp->h;
-    struct rq_wqe r;
-    if (!qp_pop_recv(qp, &r))
-        return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_NO_BUF,
-                            engine);
+    (void)engine;
+    struct rq_wqe r = qp->imm_recv; /* taken at the header */
+    qp->have_imm_recv = false;
     struct emu_cqe cqe;
     memset(&cqe, 0, sizeof cqe);
     cqe.cookie = r.cookie;
@@ -402,13 +475,14 @@ static int atomic_response(struct emu_qp *qp, bool engine)
     const struct emu_rdmap_atomic_resp *r = &qp->h.u.aresp;
     pthread_mutex_lock(&qp->sq_lock);
     bool ok = false;
-    if (qp->rd_head != qp->rd_tail) {
-        uint32_t idx = qp->rd_fifo[qp->rd_head % qp->sq_cap];
+    if (qp->rd_head != qp->rd_tail && !rd_at(qp, qp->rd_head)->probe) {
+        uint32_t idx = rd_at(qp, qp->rd_head)->idx;
         struct sq_wqe *w = sq_at(qp, idx);
         if ((w->op == EMU_WR_FETCH_ADD || w->op == EMU_WR_CMP_SWAP) && w->msn == r->req_id) {
             memcpy(w->sge[0].addr, &r->orig, 8);
             qp->rd_head++;
             qp->reads_out--;
+            qp_sq_confirm(qp, idx);
             qp_sq_report(qp, idx, EMU_WC_SUCCESS, 8);
             qp_tx_pump(qp);
             ok = true;
@@ -513,6 +587,25 @@ static void crc_iov(struct emu_qp *qp, const void *p, size_t n)
         qp->crc_acc = emu_crc32c(qp->crc_acc, p, n);
 }
 
+/* Bytes are placed in address order, as an HCA's DMA writes land:
+ * programs written for InfiniBand poll the last byte of an RDMA Write
+ * (Open MPI's eager RDMA polls a flag at the end of each fragment) and
+ * take the bytes before it as valid once it changes. memcpy gives no such
+ * order (glibc uses rep movsb from 4 KiB, whose stores may become visible
+ * out of order), so the last QP_RX_ORDERED_TAIL bytes of every copy are
+ * stored one by one, ascending, after a release fence. */
+static void copy_ordered(void *dst, const void *src, size_t n)
+{
+    size_t bulk = n > QP_RX_ORDERED_TAIL ? n - QP_RX_ORDERED_TAIL : 0;
+    if (bulk)
+        memcpy(dst, src, bulk);
+    atomic_thread_fence(memory_order_release);
+    volatile uint8_t *d = (volatile uint8_t *)dst;
+    const uint8_t *s = src;
+    for (size_t i = bulk; i < n; i++)
+        d[i] = s[i];
+}
+
 /* Place n bytes from src into the target iovecs (or drop them). */
 static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
 {
@@ -522,7 +615,7 @@ static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
     while (n > 0 && qp->tgt_i < qp->tgt_n) {
         struct iovec *v = &qp->tgt[qp->tgt_i];
         size_t k = v->iov_len < n ? v->iov_len : n;
-        memcpy(v->iov_base, src, k);
+        copy_ordered(v->iov_base, src, k);
         src += k;
         n -= k;
         v->iov_base = (char *)v->iov_base + k;
@@ -605,8 +698,8 @@ static int process(struct emu_qp *qp, bool engine)
             if (qp->crc)
                 qp->crc_acc = emu_crc32c(0, qp->hbuf, qp->hhave);
             rc = header_done(qp, engine);
-            if (rc < 0)
-                return rc;
+            if (rc != 0)
+                return rc; /* error, or QP_RX_STALL with the header kept */
             qp->pay_left = qp->h.payload_len;
             qp->phase = RX_PAY;
             continue;
@@ -648,12 +741,32 @@ static int process(struct emu_qp *qp, bool engine)
     }
 }
 
+/* Receiver not ready: stop here. The engine pauses reading and looks again
+ * after the RNR timer; a consumer thread leaves it to the engine (once per
+ * stall: the engine may have no readable bytes to wake it). */
+static int rx_stalled(struct emu_qp *qp, bool engine)
+{
+    if (engine)
+        return EMU_RX_PAUSE;
+    if (!qp->rnr_kicked) {
+        qp->rnr_kicked = true;
+        pthread_mutex_lock(&qp->sq_lock);
+        struct emu_conn *c = qp->c;
+        if (c)
+            emu_conn_rx_kick(c);
+        pthread_mutex_unlock(&qp->sq_lock);
+    }
+    return EMU_RX_OK;
+}
+
 int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
 {
     for (int round = 0; round < RX_ROUNDS; round++) {
         int rc = process(qp, engine);
         if (rc < 0)
             return rc;
+        if (rc == QP_RX_STALL)
+            return rx_stalled(qp, engine);
         ssize_t n;
         /* CRC on: no placement in place. The CRC must cover the bytes that
          * came off the wire, not the target memory read back afterwards:
@@ -662,10 +775,18 @@ int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
          * payload goes through the prefetch buffer (one more copy). */
         if (!qp->crc && qp->phase == RX_PAY && qp->pay_left >= QP_DIRECT_MIN &&
             qp->tgt_i < qp->tgt_n) {
+            /* The segment's last bytes come through the prefetch buffer
+             * and place(): address order (copy_ordered). */
+            size_t want = qp->pay_left - QP_RX_ORDERED_TAIL;
             struct iovec iov[EMU_QP_MAX_SGE + 2];
             uint32_t k = 0;
-            for (uint32_t i = qp->tgt_i; i < qp->tgt_n; i++)
-                iov[k++] = qp->tgt[i];
+            for (uint32_t i = qp->tgt_i; i < qp->tgt_n && want > 0; i++) {
+                iov[k] = qp->tgt[i];
+                if (iov[k].iov_len > want)
+                    iov[k].iov_len = want;
+                want -= iov[k].iov_len;
+                k++;
+            }
             /* Only a short tail into the prefetch buffer: enough for the
              * trailer and the next header, so a following large payload
              * is not copied through the buffer. */
@@ -675,7 +796,8 @@ int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = k};
             n = recvmsg(fd, &mh, MSG_DONTWAIT);
             if (n > 0) {
-                size_t placed = (size_t)n < qp->pay_left ? (size_t)n : qp->pay_left;
+                size_t direct = qp->pay_left - QP_RX_ORDERED_TAIL;
+                size_t placed = (size_t)n < direct ? (size_t)n : direct;
                 placed_direct(qp, placed);
                 qp->pf_off = 0;
                 qp->pf_len = (uint32_t)((size_t)n - placed);
@@ -707,5 +829,7 @@ int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
         }
     }
     int rc = process(qp, engine);
+    if (rc == QP_RX_STALL)
+        return rx_stalled(qp, engine);
     return rc < 0 ? rc : EMU_RX_OK;
 }

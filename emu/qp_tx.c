@@ -103,6 +103,25 @@ static uint32_t next_read_tag(struct emu_qp *qp)
     return ((qp->read_seq & 0xFFFFFFu) << 8) | 0xA5u;
 }
 
+/* The consumer's Reads and atomics may use the negotiated ORD, but with
+ * placement_ack never more than it asked for: the connection negotiated
+ * one more for the placement probes (lib/provider/ep_cm.c). */
+static uint32_t consumer_ord(const struct emu_qp *qp)
+{
+    if (qp->a.placement_ack && qp->a.ord < qp->ord)
+        return qp->a.ord;
+    return qp->ord;
+}
+
+static bool ord_full(const struct emu_qp *qp)
+{
+    uint32_t mine = qp->reads_out - (qp->probe_out ? 1u : 0u);
+    return qp->reads_out >= qp->ord || mine >= consumer_ord(qp);
+}
+
+static bool needs_ack(const struct emu_qp *qp, const struct sq_wqe *w);
+static void cover_upto(struct emu_qp *qp, uint32_t idx);
+
 /* Start the WR at sq_tx. false: the send queue cannot make progress now. */
 static bool start_sq(struct emu_qp *qp)
 {
@@ -162,7 +181,7 @@ static bool start_sq(struct emu_qp *qp)
             emu_ddp_seg_init(&c->seg, w->len, qp->mulpdu, true);
             break;
         case EMU_WR_READ:
-            if (qp->ord == 0) {
+            if (consumer_ord(qp) == 0) {
                 qp->sq_tx++;
                 qp_sq_report(qp, idx, EMU_WC_LOC_PROT, 0);
                 continue;
@@ -171,7 +190,7 @@ static bool start_sq(struct emu_qp *qp)
                 local_fail(qp, w, EMU_WC_LOC_LEN, EMSGSIZE);
                 return false;
             }
-            if (qp->reads_out >= qp->ord)
+            if (ord_full(qp))
                 return false; /* ORD exhausted: the queue stalls in order */
             c->tmpl.opcode = EMU_OP_READ_REQ;
             w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_READ_REQ]++;
@@ -184,16 +203,17 @@ static bool start_sq(struct emu_qp *qp)
             c->nsge = 0;
             emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
             qp->reads_out++;
-            qp->rd_fifo[qp->rd_tail++ % qp->sq_cap] = idx;
+            *rd_at(qp, qp->rd_tail++) = (struct rd_ent){.idx = idx};
+            cover_upto(qp, idx);
             break;
         case EMU_WR_FETCH_ADD:
         case EMU_WR_CMP_SWAP:
-            if (qp->ord == 0) {
+            if (consumer_ord(qp) == 0) {
                 qp->sq_tx++;
                 qp_sq_report(qp, idx, EMU_WC_LOC_PROT, 0);
                 continue;
             }
-            if (qp->reads_out >= qp->ord)
+            if (ord_full(qp))
                 return false; /* atomics share ORD with Reads */
             c->tmpl.opcode = EMU_OP_ATOMIC_REQ;
             w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_READ_REQ]++;
@@ -214,7 +234,8 @@ static bool start_sq(struct emu_qp *qp)
             c->nsge = 0;
             emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
             qp->reads_out++;
-            qp->rd_fifo[qp->rd_tail++ % qp->sq_cap] = idx;
+            *rd_at(qp, qp->rd_tail++) = (struct rd_ent){.idx = idx};
+            cover_upto(qp, idx);
             break;
         default:
             local_fail(qp, w, EMU_WC_LOC_QP, EOPNOTSUPP);
@@ -222,6 +243,8 @@ static bool start_sq(struct emu_qp *qp)
         }
         w->st = WQ_TX;
         qp->sq_tx++;
+        if (needs_ack(qp, w))
+            qp->ack_tail = qp->sq_tx;
         c->kind = TXK_SQ;
         return true;
     }
@@ -265,6 +288,56 @@ static bool start_ird(struct emu_qp *qp)
     return true;
 }
 
+/* placement_ack: a zero-length RDMA Read after Sends/Writes awaiting
+ * confirmation. The peer answers it only once it has processed (placed)
+ * everything before it on the stream: its response confirms them. At most
+ * one is outstanding; it shares ORD with the consumer's Reads (any Read
+ * Response confirms the same way). Due when the send queue ran dry, or
+ * when half of it waits, so that a long stream keeps completing. */
+static bool probe_due(const struct emu_qp *qp, bool sq_dry)
+{
+    int32_t uncovered = (int32_t)(qp->ack_tail - qp->covered);
+    if (uncovered <= 0 || qp->probe_out || qp->reads_out >= qp->ord)
+        return false;
+    return sq_dry || (uint32_t)uncovered * 2 >= qp->sq_cap;
+}
+
+static bool needs_ack(const struct emu_qp *qp, const struct sq_wqe *w)
+{
+    return qp->a.placement_ack && qp->ord > 0 &&
+           (w->op == EMU_WR_SEND || w->op == EMU_WR_WRITE || w->op == EMU_WR_WRITE_IMM);
+}
+
+/* A Read Request about to go out after everything before SQ index idx. */
+static void cover_upto(struct emu_qp *qp, uint32_t idx)
+{
+    if ((int32_t)(idx - qp->covered) > 0)
+        qp->covered = idx;
+}
+
+static bool start_probe(struct emu_qp *qp)
+{
+    struct txcur *c = &qp->cur;
+    memset(&c->tmpl, 0, sizeof c->tmpl);
+    c->tmpl.opcode = EMU_OP_READ_REQ;
+    c->tmpl.msn = qp->tx_msn[EMU_QN_READ_REQ]++;
+    qp->probe_stag = next_read_tag(qp);
+    c->tmpl.u.rreq.sink_stag = qp->probe_stag; /* size 0: no source STag is checked */
+    c->sge = NULL;
+    c->nsge = 0;
+    c->base_to = 0;
+    c->part = 0;
+    c->idx = 0;
+    emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
+    c->kind = TXK_PROBE;
+    qp->reads_out++;
+    *rd_at(qp, qp->rd_tail++) = (struct rd_ent){.idx = qp->sq_tx, .probe = true};
+    qp->probe_out = true;
+    cover_upto(qp, qp->sq_tx);
+    qp->probes++;
+    return true;
+}
+
 /* Pick the next message at a message boundary: Read Responses and our own
  * send queue alternate, responses in arrival order. */
 static bool start_next(struct emu_qp *qp)
@@ -274,10 +347,14 @@ static bool start_next(struct emu_qp *qp)
         qp->last_was_resp = true;
         return start_ird(qp);
     }
+    if (probe_due(qp, false))
+        return start_probe(qp);
     if (start_sq(qp)) {
         qp->last_was_resp = false;
         return true;
     }
+    if (probe_due(qp, true))
+        return start_probe(qp);
     if (ird && !qp->tx_dead) {
         qp->last_was_resp = true;
         return start_ird(qp);
@@ -341,6 +418,11 @@ static void rec_complete(struct emu_qp *qp, const struct txrec *r)
         if (w->op == EMU_WR_READ || w->op == EMU_WR_FETCH_ADD || w->op == EMU_WR_CMP_SWAP) {
             if (w->st == WQ_TX)
                 w->st = WQ_WAIT;
+        } else if (needs_ack(qp, w)) {
+            if (w->st == WQ_TX) {
+                w->st = WQ_ACK;
+                qp->unacked++;
+            }
         } else {
             qp_sq_report(qp, r->idx, EMU_WC_SUCCESS, (uint32_t)w->len);
         }
@@ -433,7 +515,7 @@ void qp_tx_pump(struct emu_qp *qp)
     }
     if (qp->disc_pending && !qp->disc_done &&
         (qp->tx_dead || (qp->cur.kind == TXK_NONE && qp->sq_tx == qp->sq_tail &&
-                         qp->irq_head == qp->irq_tail))) {
+                         qp->irq_head == qp->irq_tail && qp->unacked == 0))) {
         qp->disc_done = true;
         emu_conn_disconnect(cn, true);
     }

@@ -57,6 +57,13 @@ void sd_ep_conn_params(const struct sd_ep *ep, struct emu_conn_params *p, uint64
     memset(p, 0, sizeof *p);
     p->ird = (uint16_t)ep->attr.max_rdma_read_in;
     p->ord = (uint16_t)ep->attr.max_rdma_read_out;
+    /* InfiniBand semantics: one more Read in each direction for the
+     * zero-length Reads that confirm placement (emu_qp_attr.placement_ack),
+     * so that they never wait behind the consumer's own Reads. */
+    if (ep->h.ia->sem.ib) {
+        p->ird++;
+        p->ord++;
+    }
     p->timeout_us = timeout_us;
     p->crc = EMU_CRC_DEFAULT;
 }

@@ -381,6 +381,9 @@ DAT_RETURN sd_ep_dto_init(struct sd_ep *ep)
         .max_rdma_size = length_limit(a->max_rdma_size, SD_MAX_RDMA_SIZE),
         .ird = (uint16_t)clamp_u32(a->max_rdma_read_in, 0, SD_MAX_RDMA_READ_PER_EP_IN),
         .ord = (uint16_t)clamp_u32(a->max_rdma_read_out, 0, SD_MAX_RDMA_READ_PER_EP_OUT),
+        .rnr_retry = ia->sem.ib ? ia->sem.rnr_retry : 0,
+        .rnr_timer_us = ia->sem.rnr_timer_us,
+        .placement_ack = ia->sem.ib,
         .ops = &dto_qp_ops,
         .ctx = ep,
     };

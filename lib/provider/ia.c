@@ -162,6 +162,7 @@ DAT_RETURN sd_ia_open(struct sd_provider_rec *rec, const DAT_NAME_PTR name, DAT_
 
     /* The IA name is the only thing the consumer gave us, so a record whose
      * ia_params names nothing usable is an invalid name for this open. */
+    sd_ia_semantics(rec->info.ia_name, rec->ia_params, &ia->sem);
     int res = sd_ia_resolve_address(rec->ia_params, &ia->addr, &ia->addr_len, ia->ifname);
     if (res == -2) { /* no descriptor or memory to look the address up */
         sd_handle_discard(&ia->h);

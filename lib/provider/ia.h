@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "lib/provider/handle.h"
+#include "lib/provider/ia_semantics.h"
 
 struct sd_evd;
 struct emu_engine;
@@ -27,6 +28,7 @@ struct sd_ia {
     struct sockaddr_storage addr; /* what dat_ia_query reports */
     socklen_t addr_len;
     char ifname[IF_NAMESIZE]; /* interface the address was found on, if any */
+    struct sd_semantics sem;  /* InfiniBand or iWARP behaviour (ia_semantics.c) */
 
     /* Async EVD: created by open (owned) or passed in by the consumer; we
      * hold a reference either way. NULL with async_exists when the consumer

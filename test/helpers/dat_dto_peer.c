@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <dat2/udat.h>
 
@@ -525,6 +526,10 @@ static void client_bind(struct peer *p)
 static void client_length(struct peer *p)
 {
     exchange(p);
+    /* The server's triplet Send completes when this side confirms its
+     * placement (InfiniBand semantics); this side is about to break the
+     * connection on purpose: give that confirmation time to leave. */
+    usleep(50000);
     const char *v = getenv("SOFTDAT_DTO_LENGTH_LIMIT");
     bool ia = v == NULL || strcmp(v, "ep") != 0;
     DAT_LMR_TRIPLET src = tri(p->lc_snk, p->snk, 8192);

@@ -159,10 +159,12 @@ static inline DAT_EP_HANDLE rp_connect(struct rp_pair *x, DAT_EP_HANDLE cep, con
 
 /* Open both sides (record `name`) and connect a client EP (attributes ca)
  * to a server EP (sa). NULL attributes: rp_attr(threshold, threshold). */
-static inline void rp_open(struct rp_pair *x, const char *name, const DAT_EP_ATTR *ca, const DAT_EP_ATTR *sa)
+/* ia_params "lo" (InfiniBand semantics, the default) or e.g. "lo iwarp". */
+static inline void rp_open_params(struct rp_pair *x, const char *name, const char *params,
+                                  const DAT_EP_ATTR *ca, const DAT_EP_ATTR *sa)
 {
     memset(x, 0, sizeof *x);
-    DAT_PROVIDER *p = fx_provider(name, "lo", DAT_FALSE);
+    DAT_PROVIDER *p = fx_provider(name, params, DAT_FALSE);
     rp_side_open(&x->c, p);
     rp_side_open(&x->s, p);
     DAT_EP_ATTR def;
@@ -170,6 +172,11 @@ static inline void rp_open(struct rp_pair *x, const char *name, const DAT_EP_ATT
     ck_assert_dat_ok(p->psp_create_any_func(x->s.ia, &x->port, x->s.cr, DAT_PSP_CONSUMER_FLAG, &x->psp));
     x->cep = rp_ep(&x->c, ca ? ca : &def);
     x->sep = rp_connect(x, x->cep, sa ? sa : &def);
+}
+
+static inline void rp_open(struct rp_pair *x, const char *name, const DAT_EP_ATTR *ca, const DAT_EP_ATTR *sa)
+{
+    rp_open_params(x, name, "lo", ca, sa);
 }
 
 static inline void rp_close(struct rp_pair *x)

@@ -714,6 +714,10 @@ static void remote_access(const char *name, int which)
     ck_assert_int_eq(d.operation, want);
     if (strict)
         ck_assert_msg(d.status == DAT_DTO_ERR_REMOTE_ACCESS, "case %d: status %d", which, d.status);
+    else if (which == 6) /* InfiniBand semantics: the Send waits for the peer's verdict */
+        ck_assert_msg(d.status == DAT_DTO_ERR_REMOTE_ACCESS || d.status == DAT_DTO_ERR_REMOTE_RESPONDER ||
+                          d.status == DAT_DTO_SUCCESS,
+                      "case %d: status %d", which, d.status);
     else
         ck_assert_msg(d.status == DAT_DTO_ERR_REMOTE_ACCESS || d.status == DAT_DTO_SUCCESS, "case %d: status %d",
                       which, d.status);
@@ -751,7 +755,7 @@ END_TEST
 START_TEST(status_receiver_not_ready)
 {
     struct rp_pair x;
-    rp_open(&x, "t-rcdto-rnr", NULL, NULL);
+    rp_open_params(&x, "t-rcdto-rnr", "lo iwarp", NULL, NULL);
     struct rp_side *c = &x.c, *s = &x.s;
     DAT_LMR_TRIPLET t = rp_tri(c->lc, c->buf, 8);
     ck_assert_dat_ok(c->p->ep_post_send_func(x.cep, 1, &t, rp_ck(1), 0));
@@ -764,6 +768,99 @@ START_TEST(status_receiver_not_ready)
     ck_assert_dat_ok(s->p->evd_wait_func(s->conn, 5000000, 1, &ev, &n));
     ck_assert(ev.event_number == DAT_CONNECTION_EVENT_BROKEN ||
               ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED);
+    rp_close(&x);
+}
+END_TEST
+
+/* InfiniBand semantics, bounded RNR retry (SOFTDAT_RNR_RETRY=2, 2 ms
+ * timer): the Send waits for a receive, none comes, the sender sees
+ * DAT_DTO_ERR_RECEIVER_NOT_READY as from an HCA, then BROKEN. */
+START_TEST(ib_rnr_retry_exceeded)
+{
+    setenv("SOFTDAT_RNR_RETRY", "2", 1);
+    setenv("SOFTDAT_RNR_TIMER_US", "2000", 1);
+    struct rp_pair x;
+    rp_open(&x, "t-rcdto-ibrnr", NULL, NULL);
+    unsetenv("SOFTDAT_RNR_RETRY");
+    unsetenv("SOFTDAT_RNR_TIMER_US");
+    struct rp_side *c = &x.c, *s = &x.s;
+    DAT_LMR_TRIPLET t = rp_tri(c->lc, c->buf, 8);
+    ck_assert_dat_ok(c->p->ep_post_send_func(x.cep, 1, &t, rp_ck(1), 0));
+    DAT_DTO_COMPLETION_EVENT_DATA d = rp_dto(c, c->req);
+    ck_assert_uint_eq(d.user_cookie.as_64, 1);
+    ck_assert_int_eq(d.status, DAT_DTO_ERR_RECEIVER_NOT_READY);
+    rp_wait(c, c->conn, DAT_CONNECTION_EVENT_BROKEN);
+    DAT_EVENT ev;
+    DAT_COUNT n;
+    ck_assert_dat_ok(s->p->evd_wait_func(s->conn, 5000000, 1, &ev, &n));
+    ck_assert(ev.event_number == DAT_CONNECTION_EVENT_BROKEN ||
+              ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED);
+    rp_close(&x);
+}
+END_TEST
+
+/* InfiniBand semantics, default (retry for ever): a Send that arrives
+ * before the receive waits for it, and its completion comes only after the
+ * receive was posted (an HCA completes a Send on the responder's ACK). */
+START_TEST(ib_rnr_waits_for_receive)
+{
+    struct rp_pair x;
+    rp_open(&x, "t-rcdto-ibwait", NULL, NULL);
+    struct rp_side *c = &x.c, *s = &x.s;
+    memcpy(c->buf, "rnr-wait", 8);
+    DAT_LMR_TRIPLET t = rp_tri(c->lc, c->buf, 8);
+    ck_assert_dat_ok(c->p->ep_post_send_func(x.cep, 1, &t, rp_ck(1), 0));
+    DAT_EVENT ev;
+    DAT_COUNT n;
+    /* 200 ms: no completion yet, no break. */
+    ck_assert_int_eq(DAT_GET_TYPE(c->p->evd_wait_func(c->req, 200000, 1, &ev, &n)), DAT_TIMEOUT_EXPIRED);
+    ck_assert_int_eq(DAT_GET_TYPE(c->p->evd_dequeue_func(c->conn, &ev)), DAT_QUEUE_EMPTY);
+    DAT_LMR_TRIPLET st = rp_tri(s->lc, s->buf, 64);
+    memset(s->buf, 0, 64);
+    ck_assert_dat_ok(s->p->ep_post_recv_func(x.sep, 1, &st, rp_ck(7), 0));
+    DAT_DTO_COMPLETION_EVENT_DATA d = rp_dto(s, s->rcv);
+    ck_assert_int_eq(d.status, DAT_DTO_SUCCESS);
+    ck_assert_uint_eq(d.transfered_length, 8);
+    ck_assert_mem_eq(s->buf, "rnr-wait", 8);
+    d = rp_dto(c, c->req);
+    ck_assert_uint_eq(d.user_cookie.as_64, 1);
+    ck_assert_int_eq(d.status, DAT_DTO_SUCCESS);
+    ck_assert_int_eq(rp_state(c, x.cep), DAT_EP_STATE_CONNECTED);
+    rp_close(&x);
+}
+END_TEST
+
+/* InfiniBand semantics: an RDMA Write completes only once the target has
+ * placed it. Behind a Send that waits for a receive (RNR), a Write cannot
+ * be placed, so it must not complete either; once the receive is posted
+ * both complete, in post order, and the Write's bytes are in place. */
+START_TEST(ib_write_completes_on_placement)
+{
+    struct rp_pair x;
+    rp_open(&x, "t-rcdto-ibplace", NULL, NULL);
+    struct rp_side *c = &x.c, *s = &x.s;
+    memset(s->buf, 0, RP_BUF);
+    memset(c->buf, 'P', 64);
+    DAT_LMR_TRIPLET t = rp_tri(c->lc, c->buf, 8);
+    ck_assert_dat_ok(c->p->ep_post_send_func(x.cep, 1, &t, rp_ck(1), 0));
+    DAT_LMR_TRIPLET wt = rp_tri(c->lc, c->buf, 64);
+    DAT_RMR_TRIPLET r = rp_rtri(s->rc, s->buf + 256, 64);
+    ck_assert_dat_ok(c->p->ep_post_rdma_write_func(x.cep, 1, &wt, rp_ck(2), &r, 0));
+    DAT_EVENT ev;
+    DAT_COUNT n;
+    ck_assert_int_eq(DAT_GET_TYPE(c->p->evd_wait_func(c->req, 150000, 1, &ev, &n)), DAT_TIMEOUT_EXPIRED);
+    ck_assert_int_eq(s->buf[256], 0); /* not placed: the stream waits at the Send */
+    DAT_LMR_TRIPLET st = rp_tri(s->lc, s->buf, 64);
+    ck_assert_dat_ok(s->p->ep_post_recv_func(x.sep, 1, &st, rp_ck(7), 0));
+    DAT_DTO_COMPLETION_EVENT_DATA d = rp_dto(c, c->req);
+    ck_assert_uint_eq(d.user_cookie.as_64, 1);
+    ck_assert_int_eq(d.status, DAT_DTO_SUCCESS);
+    d = rp_dto(c, c->req);
+    ck_assert_uint_eq(d.user_cookie.as_64, 2);
+    ck_assert_int_eq(d.status, DAT_DTO_SUCCESS);
+    /* Completion means placement: the bytes are there now, no waiting. */
+    for (int i = 0; i < 64; i++)
+        ck_assert_int_eq(s->buf[256 + i], 'P');
     rp_close(&x);
 }
 END_TEST
@@ -816,6 +913,9 @@ int main(void)
     tcase_add_test(tc, status_local_protection_ord0_to_rmr);
     tcase_add_loop_test(tc, status_remote_access, 0, 7);
     tcase_add_test(tc, status_receiver_not_ready);
+    tcase_add_test(tc, ib_rnr_retry_exceeded);
+    tcase_add_test(tc, ib_rnr_waits_for_receive);
+    tcase_add_test(tc, ib_write_completes_on_placement);
     tcase_add_test(tc, status_flushed);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
