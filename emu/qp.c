@@ -399,6 +399,15 @@ int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
 {
     if (!qp)
         return -EINVAL;
+    /* Process what the peer already sent before our FIN: a placement probe
+     * that came right behind the last Send is answered, so the peer's Send
+     * completes as it would on an HCA (which ACKs in hardware). A consumer
+     * that disconnects the moment its receive completed would otherwise
+     * flush the peer's Send. */
+    pthread_mutex_lock(&qp->rx_lock);
+    if (qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0)
+        (void)qp_rx_run(qp, qp->rx_fd, false);
+    pthread_mutex_unlock(&qp->rx_lock);
     pthread_mutex_lock(&qp->sq_lock);
     struct emu_conn *c = qp->c;
     int rc = 0;

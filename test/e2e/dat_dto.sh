@@ -5,7 +5,10 @@
 # flush on disconnect), violation (bad rmr_context: REMOTE_ACCESS +
 # BROKEN), bind (dat_rmr_bind / unbind on a live connection) and overflow
 # (a lost completion breaks the connection), length (EP length limits
-# with SOFTDAT_DTO_LENGTH_LIMIT=ep, and the default IA limits).
+# with SOFTDAT_DTO_LENGTH_LIMIT=ep, and the default IA limits), eager (Open
+# MPI's eager-RDMA pattern: the target polls the last byte of each RDMA Write
+# in memory and finds every byte before it placed; engine-only progress,
+# SOFTDAT_POLL_US=off, as in the Open MPI hang this reproduces).
 # Exit 0 pass, 77 skip, else fail.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,7 +50,7 @@ run() { # scenario
     local src=$?
     srv_pid=
     if [ $crc -eq 0 ] && [ $src -eq 0 ]; then
-        echo "ok - dto $sc${SOFTDAT_DTO_LENGTH_LIMIT:+ (SOFTDAT_DTO_LENGTH_LIMIT=$SOFTDAT_DTO_LENGTH_LIMIT)}"
+        echo "ok - dto $sc${SOFTDAT_DTO_LENGTH_LIMIT:+ (SOFTDAT_DTO_LENGTH_LIMIT=$SOFTDAT_DTO_LENGTH_LIMIT)}${SOFTDAT_POLL_US:+ (SOFTDAT_POLL_US=$SOFTDAT_POLL_US)}"
     else
         echo "not ok - dto $sc (client $crc, server $src)"
         sed 's/^/  client: /' "$tmp/cli.$sc"
@@ -61,4 +64,6 @@ run bind
 run overflow
 SOFTDAT_DTO_LENGTH_LIMIT=ep run length
 run length
+SOFTDAT_POLL_US=off run eager
+run eager
 exit $fail

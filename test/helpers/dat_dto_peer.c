@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dat2/udat.h>
@@ -574,6 +575,108 @@ static void teardown(struct peer *p)
     free(p->snk);
 }
 
+/* SCENARIO eager: the eager-RDMA pattern of Open MPI's uDAPL transport,
+ * without MPI. The client RDMA-Writes fragments into a ring of EAGER_SLOTS
+ * slots in the server's target, each fragment ending at its slot's end
+ * with a nonzero flag byte; the server never calls DAT to learn of them:
+ * it polls the flag in memory and, the moment it changes, checks every
+ * byte before it (InfiniBand HCAs place in address order: programs rely on
+ * it). Sizes cross glibc's rep-movsb threshold (4 KiB), whose stores may
+ * become visible out of order. After each EAGER_SLOTS fragments the server
+ * returns a credit by Send. */
+#define EAGER_SLOTS 4
+#define EAGER_SLOT (TGT / EAGER_SLOTS)
+#define EAGER_FRAGS 400
+
+static const uint32_t eager_sizes[] = {4097, 4120, 5000, 8192, 12000, 16384, 64, 2100};
+
+static unsigned char eager_byte(int frag, uint32_t j)
+{
+    return (unsigned char)(frag * 31 + (int)j * 7 + 3);
+}
+
+static unsigned char eager_flag(int frag)
+{
+    return (unsigned char)((frag % 127) + 1);
+}
+
+static uint32_t eager_len(int frag)
+{
+    return eager_sizes[(size_t)frag % (sizeof eager_sizes / sizeof eager_sizes[0])];
+}
+
+/* A credit Send arrived: repost its receive (the slot its cookie names). */
+static void eager_credit(struct peer *p)
+{
+    DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->rcv, "credit");
+    CHECK(d.status == DAT_DTO_SUCCESS, "credit: status %d", d.status);
+    uint64_t slot = d.user_cookie.as_64 % NRECV;
+    DAT_LMR_TRIPLET t = tri(p->lc_msg, p->msg + slot * SLOT, SLOT);
+    MUST(dat_ep_post_recv(p->ep, 1, &t, ck(d.user_cookie.as_64 + NRECV), DAT_COMPLETION_DEFAULT_FLAG));
+}
+
+static void client_eager(struct peer *p)
+{
+    exchange(p);
+    for (int f = 0; f < EAGER_FRAGS && failures == 0; f++) {
+        if (f > 0 && f % EAGER_SLOTS == 0)
+            eager_credit(p);
+        uint32_t len = eager_len(f);
+        char *src = p->snk + (size_t)(f % EAGER_SLOTS) * EAGER_SLOT;
+        for (uint32_t j = 0; j + 1 < len; j++)
+            src[j] = (char)eager_byte(f, j);
+        src[len - 1] = (char)eager_flag(f);
+        DAT_LMR_TRIPLET t = tri(p->lc_snk, src, len);
+        DAT_RMR_TRIPLET r = p->remote;
+        r.virtual_address += (DAT_VADDR)((f % EAGER_SLOTS + 1) * EAGER_SLOT - len);
+        r.segment_length = len;
+        MUST(dat_ep_post_rdma_write(p->ep, 1, &t, ck(5000 + (uint64_t)f), &r, DAT_COMPLETION_DEFAULT_FLAG));
+        DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "eager write");
+        CHECK(d.status == DAT_DTO_SUCCESS, "eager write %d: status %d", f, d.status);
+    }
+    eager_credit(p);
+    MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG));
+    wait_ev(p->conn, "disconnected");
+}
+
+static void server_eager(struct peer *p)
+{
+    memset(p->tgt, 0, TGT); /* before the peer learns where it may write */
+    exchange(p);
+    int stale = 0;
+    for (int f = 0; f < EAGER_FRAGS && stale == 0; f++) {
+        uint32_t len = eager_len(f);
+        volatile unsigned char *end = (volatile unsigned char *)p->tgt + (f % EAGER_SLOTS + 1) * EAGER_SLOT;
+        const unsigned char *frag = (const unsigned char *)end - len;
+        struct timespec t0, now;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        while (end[-1] != eager_flag(f)) { /* bounded: 10 s */
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (now.tv_sec - t0.tv_sec > 10) {
+                CHECK(0, "eager fragment %d never arrived", f);
+                return;
+            }
+        }
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        for (uint32_t j = 0; j + 1 < len; j++)
+            if (frag[j] != eager_byte(f, j)) {
+                CHECK(0, "eager fragment %d (%u B): byte %u not yet placed when the flag was", f, len, j);
+                stale = 1;
+                break;
+            }
+        end[-1] = 0;
+        if ((f + 1) % EAGER_SLOTS == 0 || f + 1 == EAGER_FRAGS) {
+            char one = 1;
+            DAT_LMR_TRIPLET t = tri(p->lc_snk, p->snk, 1);
+            memcpy(p->snk, &one, 1);
+            MUST(dat_ep_post_send(p->ep, 1, &t, ck(9000 + (uint64_t)f), DAT_COMPLETION_DEFAULT_FLAG));
+            DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "credit send");
+            CHECK(d.status == DAT_DTO_SUCCESS, "credit send: status %d", d.status);
+        }
+    }
+    wait_ev(p->conn, "disconnected");
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -616,6 +719,8 @@ int main(int argc, char **argv)
         server ? server_overflow(&p) : client_length(&p);
     else if (strcmp(scenario, "overflow") == 0)
         server ? server_overflow(&p) : client_overflow(&p);
+    else if (strcmp(scenario, "eager") == 0)
+        server ? server_eager(&p) : client_eager(&p);
     else {
         printf("FAIL unknown scenario %s\n", scenario);
         return 2;
