@@ -11,14 +11,14 @@
 #                               namespaces (root only)
 #   test/ompi/run.sh perf       8 B latency and 4 MiB bandwidth, udapl over
 #                               softdat beside Open MPI's own tcp transport
-# Every run is bounded (OMPI_TIMEOUT, 60 s). Exit 0 pass, 77 skip, else fail.
+# Every run is bounded (OMPI_TIMEOUT, 40 s); a series stops after 3 failures. Exit 0 pass, 77 skip, else fail.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 BUILD=${BUILD:-$top/build}
 BUILD=$(cd "$BUILD" && pwd)
 runs=${OMPI_RUNS:-20}
-tmo=${OMPI_TIMEOUT:-60}
+tmo=${OMPI_TIMEOUT:-40}
 mode=${1:-check}
 
 "$here/build.sh"
@@ -58,12 +58,14 @@ registries() {
 fail=0
 series() { # TAG REG CONF IA [mpirun args...]
     local tag=$1 reg=$2 conf=$3 ia=$4; shift 4
-    local ok=0 t0=$SECONDS i
+    local ok=0 t0=$SECONDS i bad=0
     for i in $(seq 1 "$runs"); do
+        [ $bad -ge 3 ] && break
         if mpi "$reg" "$conf" "$ia" "$@" "$prog" >"$tmp/run.log" 2>&1 &&
             grep -q '^mpi_check: ok' "$tmp/run.log"; then
             ok=$((ok + 1))
         else
+            bad=$((bad + 1))
             echo "  # run $i failed (exit $?):"
             tail -8 "$tmp/run.log" | sed 's/^/  #   /'
         fi
@@ -112,8 +114,9 @@ EOS
     while read -r reg; do
         lib=$BUILD/lib
         [ "$reg" = debian ] && lib=$deb_lib
-        ok=0 t0=$SECONDS
+        ok=0 t0=$SECONDS bad=0
         for i in $(seq 1 "$runs"); do
+            [ $bad -ge 3 ] && break
             if ip netns exec sdompi-a env DAT_OVERRIDE="$tmp/ns.conf" LD_LIBRARY_PATH="$lib" \
                 timeout --kill-after=5 "$tmo" mpirun -x DAT_OVERRIDE -x LD_LIBRARY_PATH \
                 --mca btl udapl,self --mca btl_udapl_if_include softdat-ns \
@@ -122,6 +125,7 @@ EOS
                 grep -q '^mpi_check: ok' "$tmp/ns.log"; then
                 ok=$((ok + 1))
             else
+                bad=$((bad + 1))
                 echo "  # netns run $i failed:"; tail -8 "$tmp/ns.log" | sed 's/^/  #   /'
             fi
         done
