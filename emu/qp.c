@@ -3,6 +3,7 @@
  * docs/emu-datapath.md has the design. */
 #include "emu/qp_internal.h"
 
+#include "emu/engine.h"
 #include "emu/log.h"
 
 #include <errno.h>
@@ -325,6 +326,8 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     qp->rx_release_tx = info.recv_first;
     qp->rx_fd = dfd;
     qp->rx_attached = true;
+    atomic_store(&qp->poll_off, false);
+    atomic_store(&qp->poll_until_us, 0);
     /* An RNR stall looks again every rnr_timer_us (IB's RNR NAK timer). */
     emu_conn_set_rx_retry(c, qp->a.rnr_timer_us);
     qp->rx_dead = false;
@@ -348,8 +351,43 @@ void emu_qp_detach(struct emu_qp *qp)
     pthread_mutex_unlock(&qp->rx_lock);
 }
 
+void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec)
+{
+    if (qp && !atomic_load_explicit(&qp->poll_off, memory_order_relaxed))
+        atomic_store_explicit(&qp->poll_until_us, emu_now_us() + usec, memory_order_relaxed);
+}
+
+/* Engine thread: a consumer polls this QP. Pause reading until its lease
+ * runs out (it may renew it meanwhile: then pause again). */
+static bool leased_to_consumer(struct emu_qp *qp)
+{
+    uint64_t until = atomic_load_explicit(&qp->poll_until_us, memory_order_relaxed);
+    if (until == 0)
+        return false;
+    uint64_t now = emu_now_us();
+    if (now >= until)
+        return false;
+    pthread_mutex_lock(&qp->sq_lock);
+    struct emu_conn *c = qp->c;
+    if (c)
+        emu_conn_set_rx_retry(c, (uint32_t)(until - now) + 1);
+    pthread_mutex_unlock(&qp->sq_lock);
+    return c != NULL;
+}
+
+static void flush_deferred(struct emu_qp *qp)
+{
+    pthread_mutex_lock(&qp->sq_lock);
+    if (qp->irq_deferred && !qp->want_tx)
+        qp_tx_pump(qp);
+    pthread_mutex_unlock(&qp->sq_lock);
+}
+
 int emu_qp_rx(struct emu_qp *qp, int fd)
 {
+    flush_deferred(qp);
+    if (leased_to_consumer(qp))
+        return EMU_RX_PAUSE;
     pthread_mutex_lock(&qp->rx_lock);
     int rc;
     if (qp->rx_dead)
@@ -374,14 +412,25 @@ void emu_qp_tx(struct emu_qp *qp)
 
 int emu_qp_progress(struct emu_qp *qp)
 {
-    if (!qp || pthread_mutex_trylock(&qp->rx_lock) != 0)
+    if (!qp)
+        return 0;
+    flush_deferred(qp);
+    if (pthread_mutex_trylock(&qp->rx_lock) != 0)
         return 0;
     int n = 0;
     if (qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0) {
         uint32_t before = qp->ncomp;
         int rc = qp_rx_run(qp, qp->rx_fd, false);
         n = (int)(qp->ncomp - before);
-        (void)rc;
+        if (rc != EMU_RX_OK && !atomic_exchange(&qp->poll_off, true)) {
+            /* End of stream or an error: the engine reports it (it may be
+             * parked by a lease), and no lease is given from now on. */
+            atomic_store_explicit(&qp->poll_until_us, 0, memory_order_relaxed);
+            pthread_mutex_lock(&qp->sq_lock);
+            if (qp->c)
+                emu_conn_rx_kick(qp->c);
+            pthread_mutex_unlock(&qp->sq_lock);
+        }
     }
     pthread_mutex_unlock(&qp->rx_lock);
     return n;

@@ -170,6 +170,7 @@ struct emu_qp {
     uint32_t irq_cap, irq_head, irq_tx, irq_tail; /* head: oldest unanswered; tx: next to start */
     bool last_was_resp;
     bool term_pending;          /* a Terminate waits for an FPDU boundary */
+    bool irq_deferred;          /* a zero-length Read's answer waits for the next pump (qp_rx.c) */
     struct emu_term term_out;
     struct txcur cur;
     struct txbatch tb;
@@ -222,6 +223,8 @@ struct emu_qp {
     uint32_t rq_cap, rq_head, rq_tail;
 
     atomic_bool fatal_sent;
+    _Atomic uint64_t poll_until_us; /* emu_qp_poll_lease: a consumer polls until then */
+    atomic_bool poll_off;       /* the consumer met the end of the stream: no more leases */
 };
 
 /* qp.c */

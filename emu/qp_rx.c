@@ -336,7 +336,15 @@ static int read_request(struct emu_qp *qp, bool engine)
     pthread_mutex_lock(&qp->sq_lock);
     qp->irq[qp->irq_tail % qp->irq_cap] = e;
     qp->irq_tail++;
-    qp_tx_pump(qp);
+    /* A zero-length Read met by a polling consumer thread (a placement
+     * probe, typically right behind the data this thread is about to hand
+     * to its application): answer it with the next bytes this QP sends, or
+     * at the next poll, so that the answer does not cost a system call in
+     * front of the application seeing its data. */
+    if (r->size == 0 && !engine)
+        qp->irq_deferred = true;
+    else
+        qp_tx_pump(qp);
     pthread_mutex_unlock(&qp->sq_lock);
     return 0;
 }
@@ -746,8 +754,13 @@ static int process(struct emu_qp *qp, bool engine)
  * stall: the engine may have no readable bytes to wake it). */
 static int rx_stalled(struct emu_qp *qp, bool engine)
 {
-    if (engine)
+    if (engine) {
+        pthread_mutex_lock(&qp->sq_lock);
+        if (qp->c)
+            emu_conn_set_rx_retry(qp->c, qp->a.rnr_timer_us);
+        pthread_mutex_unlock(&qp->sq_lock);
         return EMU_RX_PAUSE;
+    }
     if (!qp->rnr_kicked) {
         qp->rnr_kicked = true;
         pthread_mutex_lock(&qp->sq_lock);

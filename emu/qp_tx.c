@@ -477,6 +477,7 @@ static void build_terminate(struct emu_qp *qp)
 void qp_tx_pump(struct emu_qp *qp)
 {
     struct emu_conn *cn = qp->c;
+    qp->irq_deferred = false;
     if (!cn || qp->want_tx || qp->tx_hold)
         return;
     struct txbatch *b = &qp->tb;

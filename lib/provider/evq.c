@@ -223,6 +223,17 @@ void sd_evq_unreserve(struct sd_evq *q, DAT_COUNT n)
     pthread_mutex_unlock(&q->mu);
 }
 
+/* Set while a dequeue or a zero-timeout wait calls the progress hook: the
+ * consumer is polling, not about to sleep (sd_evq_consumer_polling). */
+static _Thread_local bool tl_polling;
+
+bool sd_evq_consumer_polling(void)
+{
+    return tl_polling;
+}
+
+static int call_progress_polling(struct sd_evq *q);
+
 static int call_progress(struct sd_evq *q)
 {
     /* Caller holds mu; fn runs unlocked because it posts into this queue. */
@@ -233,6 +244,14 @@ static int call_progress(struct sd_evq *q)
     pthread_mutex_unlock(&q->mu);
     int r = fn(arg, q);
     pthread_mutex_lock(&q->mu);
+    return r;
+}
+
+static int call_progress_polling(struct sd_evq *q)
+{
+    tl_polling = true;
+    int r = call_progress(q);
+    tl_polling = false;
     return r;
 }
 
@@ -253,7 +272,7 @@ DAT_RETURN sd_evq_dequeue(struct sd_evq *q, DAT_EVENT *ev)
         rc = EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_WAITER; /* L3804-3807 */
     } else {
         if (cnt(q) == 0)
-            call_progress(q);
+            call_progress_polling(q);
         if (atomic_load_explicit(&q->waiter, memory_order_relaxed)) {
             rc = EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_WAITER;
         } else if (cnt(q) == 0) {
@@ -323,7 +342,7 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
         goto out;
     }
     if (timeout == 0) { /* L3704-3709: never blocks */
-        call_progress(q);
+        call_progress_polling(q);
         if (cnt(q) >= threshold &&
             !atomic_load_explicit(&q->waiter, memory_order_relaxed) && q->waitable &&
             !q->aborted) {

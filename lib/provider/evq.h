@@ -66,6 +66,11 @@ typedef void (*sd_evq_overflow_fn)(void *arg, struct sd_evq *q, enum sd_evq_kind
  * Return > 0: made progress, 0: nothing to do, < 0: stop polling. */
 typedef int (*sd_evq_progress_fn)(void *arg, struct sd_evq *q);
 
+/* Inside a progress hook: true when it was called by dat_evd_dequeue or a
+ * zero-timeout dat_evd_wait (a polling consumer), false in a waiter's
+ * spin window before it sleeps. */
+bool sd_evq_consumer_polling(void);
+
 /* Private to evq.c; public so that the EVD can embed it. */
 struct sd_evq {
     pthread_mutex_t mu;

@@ -35,9 +35,19 @@ static atomic_uint_fast64_t g_completions, g_busy_passes, g_registered;
 static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
 static unsigned g_poll_us = SD_POLL_US_DEFAULT;
 static bool g_off; /* SOFTDAT_POLL_US=off: no consumer progress at all */
+static unsigned g_lease_us = SD_POLL_LEASE_US_DEFAULT;
 
 static void read_env(void)
 {
+    const char *l = getenv("SOFTDAT_POLL_LEASE_US");
+    if (l != NULL && *l != '\0') {
+        char *end;
+        unsigned long v = strtoul(l, &end, 10);
+        if (*end != '\0' || v > 1000000)
+            SD_WARN("progress", "SOFTDAT_POLL_LEASE_US=%s ignored (0..1000000)", l);
+        else
+            g_lease_us = (unsigned)v;
+    }
     const char *s = getenv("SOFTDAT_POLL_US");
     if (s != NULL && strcmp(s, "off") == 0) {
         g_off = true;
@@ -99,8 +109,15 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     if (pthread_mutex_trylock(&ps->mu) != 0)
         return 0; /* another consumer (or add/remove) is at it */
     int n = 0;
-    for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
+    /* A polling consumer takes over the receive side: the engine stays
+     * off these sockets while it keeps polling (emu_qp_poll_lease), so the
+     * two do not fight over two CPUs for every frame. */
+    bool polling = sd_evq_consumer_polling() && g_lease_us > 0;
+    for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next) {
+        if (polling)
+            emu_qp_poll_lease(e->qp, g_lease_us);
         n += emu_qp_progress(e->qp);
+    }
     bool empty = ps->head == NULL;
     pthread_mutex_unlock(&ps->mu);
     if (n > 0) {

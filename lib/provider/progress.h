@@ -43,6 +43,9 @@ struct sd_progress_set {
  * SOFTDAT_POLL_US overrides it (0..SD_POLL_US_MAX, or "off": no consumer
  * progress at all, dequeue and wait(0) included). */
 #define SD_POLL_US_DEFAULT 30u
+/* How long one dat_evd_dequeue keeps the engine thread off the polled
+ * connections' sockets (SOFTDAT_POLL_LEASE_US; 0 = never). */
+#define SD_POLL_LEASE_US_DEFAULT 500u
 #define SD_POLL_US_MAX 1000000u
 
 void sd_progress_set_init(struct sd_progress_set *ps);
