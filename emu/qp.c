@@ -328,6 +328,7 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     qp->rx_attached = true;
     atomic_store(&qp->poll_off, false);
     atomic_store(&qp->poll_until_us, 0);
+    atomic_store(&qp->engine_parked, false);
     /* An RNR stall looks again every rnr_timer_us (IB's RNR NAK timer). */
     emu_conn_set_rx_retry(c, qp->a.rnr_timer_us);
     qp->rx_dead = false;
@@ -375,6 +376,12 @@ static bool leased_to_consumer(struct emu_qp *qp)
     return c != NULL;
 }
 
+bool qp_engine_parked(struct emu_qp *qp)
+{
+    return atomic_load_explicit(&qp->engine_parked, memory_order_relaxed) &&
+           atomic_load_explicit(&qp->poll_until_us, memory_order_relaxed) > emu_now_us();
+}
+
 static void flush_deferred(struct emu_qp *qp)
 {
     pthread_mutex_lock(&qp->sq_lock);
@@ -386,8 +393,11 @@ static void flush_deferred(struct emu_qp *qp)
 int emu_qp_rx(struct emu_qp *qp, int fd)
 {
     flush_deferred(qp);
-    if (leased_to_consumer(qp))
+    if (leased_to_consumer(qp)) {
+        atomic_store_explicit(&qp->engine_parked, true, memory_order_relaxed);
         return EMU_RX_PAUSE;
+    }
+    atomic_store_explicit(&qp->engine_parked, false, memory_order_relaxed);
     pthread_mutex_lock(&qp->rx_lock);
     int rc;
     if (qp->rx_dead)

@@ -225,6 +225,7 @@ struct emu_qp {
     atomic_bool fatal_sent;
     _Atomic uint64_t poll_until_us; /* emu_qp_poll_lease: a consumer polls until then */
     atomic_bool poll_off;       /* the consumer met the end of the stream: no more leases */
+    atomic_bool engine_parked;  /* the engine paused reading for a lease, its timer armed */
 };
 
 /* qp.c */
@@ -240,6 +241,9 @@ void qp_tx_pump(struct emu_qp *qp);
 /* Send a Terminate as soon as the stream is at an FPDU boundary (best
  * effort), then transmit nothing more. */
 void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t);
+
+/* A consumer's lease keeps the engine off this QP's socket now (qp.c). */
+bool qp_engine_parked(struct emu_qp *qp);
 
 /* qp_rx.c (rx_lock held) */
 int qp_rx_run(struct emu_qp *qp, int fd, bool engine);

@@ -340,8 +340,10 @@ static int read_request(struct emu_qp *qp, bool engine)
      * probe, typically right behind the data this thread is about to hand
      * to its application): answer it with the next bytes this QP sends, or
      * at the next poll, so that the answer does not cost a system call in
-     * front of the application seeing its data. */
-    if (r->size == 0 && !engine)
+     * front of the application seeing its data. Only while the engine is
+     * parked by a lease: its timer then flushes the answer at the latest
+     * when the lease runs out, whatever this thread does next. */
+    if (r->size == 0 && !engine && qp_engine_parked(qp))
         qp->irq_deferred = true;
     else
         qp_tx_pump(qp);
