@@ -5,6 +5,7 @@
 #   make asan | tsan   the same under AddressSanitizer+UBSan / ThreadSanitizer
 #                      (separate trees: build-asan/, build-tsan/)
 #   make install PREFIX=/usr/local DESTDIR=
+#   make deb           a Debian package (provider + tools) in $(BUILD)/deb/
 #
 # Sources are found by directory, so adding a file needs no edit here:
 #   lib/dat/*.c           -> libdat2.so.2        (the DAT registry)
@@ -25,7 +26,9 @@ SANITIZE  ?=
 CC        ?= cc
 OPT       ?= -O2
 
-VERSION   := 0.1.0
+# The one place the version lives: the tools' --version, the provider's
+# SOFTDAT_VERSION attribute, dat2.pc and the Debian package read it.
+VERSION   := $(shell cat VERSION)
 
 .DEFAULT_GOAL := all
 
@@ -62,7 +65,7 @@ WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wpointer-arith
             -Wstrict-prototypes -Wmissing-prototypes -Wformat=2
 # DAT_INCLUDE=/usr/include builds against the Debian headers instead (comparison runs).
 DAT_INCLUDE ?= include
-CPPFLAGS += -D_GNU_SOURCE -I$(DAT_INCLUDE) -I. $(EVENT_CFLAGS)
+CPPFLAGS += -D_GNU_SOURCE -I$(DAT_INCLUDE) -I. $(EVENT_CFLAGS) -DSOFTDAT_VERSION='"$(VERSION)"'
 CFLAGS   += -std=c11 $(OPT) -g -fPIC -pthread $(WARN)
 LDFLAGS  += -pthread
 
@@ -109,6 +112,9 @@ HELPER_BINS  := $(HELPERS:%=$(BUILD)/test/helpers/%)
 # be swapped in for interop runs.
 RUNPATH := -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../lib'
 RUNPATH2 := -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../../lib'
+# dlopen() of a bare name in dat.conf also searches the caller's RUNPATH:
+# libdat2 then finds a provider installed beside it.
+LIBDAT2_RUNPATH := -Wl,--enable-new-dtags,-rpath,'$$ORIGIN'
 
 .PHONY: all libs tools tests check check-mpi asan tsan install uninstall clean distclean help
 all: libs tools tests $(DATCONF)
@@ -122,8 +128,19 @@ $(OBJ)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
-# The registry's last-resort dat.conf is the one `make install` writes.
+# The registry's fallback dat.conf is the one `make install` writes. A stamp
+# holding PREFIX (rewritten only when it differs) rebuilds the objects that
+# embed it, so `make; make install PREFIX=/opt/x` does not install a libdat2
+# that looks in /usr/local/etc. The version stamp does the same for VERSION.
+STAMPS := $(BUILD)/stamp
+$(STAMPS)/prefix $(STAMPS)/version: stamp_check
+	@mkdir -p $(@D)
+	@v='$(if $(findstring prefix,$(@F)),$(PREFIX),$(VERSION))'; \
+	  echo "$$v" | cmp -s - $@ || echo "$$v" > $@
+.PHONY: stamp_check
 $(DAT_OBJ): CPPFLAGS += -DSOFTDAT_SYSCONFDIR='"$(PREFIX)/etc"'
+$(DAT_OBJ): $(STAMPS)/prefix
+$(OBJ)/lib/provider/ia_attr.o $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*/*.c)): $(STAMPS)/version
 
 $(OBJ)/emu/evlib.o: CPPFLAGS += $(EVENT_SONAMES)
 
@@ -134,7 +151,7 @@ $(PROV_OBJ) $(EMU_OBJ): CFLAGS += -fvisibility=hidden
 $(LIBDAT2): $(DAT_OBJ) lib/dat/libdat2.map
 	@mkdir -p $(@D)
 	$(CC) -shared -o $@ $(DAT_OBJ) -Wl,-soname,libdat2.so.2 \
-	  -Wl,--version-script=lib/dat/libdat2.map $(LDFLAGS) -ldl
+	  -Wl,--version-script=lib/dat/libdat2.map $(LIBDAT2_RUNPATH) $(LDFLAGS) -ldl
 
 $(LIBDAT2_LINK): $(LIBDAT2)
 	ln -sf libdat2.so.2 $@
@@ -274,12 +291,17 @@ tsan:
 	$(MAKE) BUILD=build-tsan SANITIZE=thread check
 
 # ---------------------------------------------------------------- install
+# The installed dat.conf names the provider by its absolute installed path
+# (PREFIX, never DESTDIR), so it loads without LD_LIBRARY_PATH or ldconfig; the
+# tools find PREFIX/lib through RUNPATH $ORIGIN/../lib, libdat2 finds a
+# provider beside it through RUNPATH $ORIGIN, and dat2.pc gives programs an
+# rpath to PREFIX/lib. install needs no test programs, only libs and tools.
 LIBDIR := $(PREFIX)/lib
 INCDIR := $(PREFIX)/include/dat2
 SYSCONF := $(PREFIX)/etc
 MANDIR := $(PREFIX)/share/man
 
-install: all
+install: libs tools $(DATCONF)
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(SYSCONF) \
 	  $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
 	install -m 644 include/dat2/*.h $(DESTDIR)$(INCDIR)/
@@ -287,7 +309,9 @@ install: all
 	ln -sf libdat2.so.2 $(DESTDIR)$(LIBDIR)/libdat2.so
 	install -m 755 $(LIBPROV) $(DESTDIR)$(LIBDIR)/libdaplsoft.so.2
 	ln -sf libdaplsoft.so.2 $(DESTDIR)$(LIBDIR)/libdaplsoft.so
-	install -m 644 conf/dat.conf $(DESTDIR)$(SYSCONF)/dat.conf
+	sed -e 's|libdaplsoft\.so\.2|$(LIBDIR)/libdaplsoft.so.2|' conf/dat.conf \
+	  > $(DESTDIR)$(SYSCONF)/dat.conf
+	chmod 644 $(DESTDIR)$(SYSCONF)/dat.conf
 	$(if $(TOOL_BINS),install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(wildcard docs/man/*.1),install -m 644 docs/man/*.1 $(DESTDIR)$(MANDIR)/man1/)
 	$(if $(wildcard docs/man/*.5),install -m 644 docs/man/*.5 $(DESTDIR)$(MANDIR)/man5/)
@@ -300,6 +324,26 @@ uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libdat2.so* $(DESTDIR)$(LIBDIR)/libdaplsoft.so* \
 	  $(DESTDIR)$(LIBDIR)/pkgconfig/dat2.pc $(DESTDIR)$(SYSCONF)/dat.conf \
 	  $(TOOLS:%=$(DESTDIR)$(PREFIX)/bin/%)
+
+# ---------------------------------------------------------------- Debian package
+# `make deb`: $(BUILD)/deb/softdat_$(VERSION)-1_ARCH.deb, built with dpkg-deb
+# from the libs and tools of this build (scripts/mkdeb has the layout and
+# the reasons). It ships the provider (private libdir), the tools and the
+# docs, and uses Debian's libdat2 registry (libdapl2) and /etc/dat.conf.
+# The tools are relinked without RUNPATH: in /usr/bin they use the system's
+# libdat2.so.2 (Debian policy forbids a custom search path there).
+DEB_REVISION ?= 1
+DEB_BINS := $(TOOLS:%=$(BUILD)/deb/bin/%)
+define deb_tool_rule
+$(BUILD)/deb/bin/$(1): $(BUILD)/bin/$(1)
+	@mkdir -p $$(@D)
+	$$(CC) -o $$@ $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/$(1)/*.c)) -L$(BUILD)/lib -ldat2 \
+	  $(LIBEMU_A) $$(LDFLAGS) $(EVENT_LIBS) -lm
+endef
+$(foreach t,$(TOOLS),$(eval $(call deb_tool_rule,$(t))))
+deb: libs $(DEB_BINS)
+	scripts/mkdeb --build "$(BUILD)" --version "$(VERSION)-$(DEB_REVISION)" --out "$(BUILD)/deb"
+.PHONY: deb
 
 clean:
 	rm -rf build build-asan build-tsan

@@ -638,10 +638,33 @@ static bool refused_retry(struct emu_conn *c)
     return true;
 }
 
+/* The two-machine mistakes: a server on a loopback-only IA (softdat-lo)
+ * refuses remote clients, and a loopback IA cannot reach another host. */
+static void loopback_hint(struct emu_conn *c, int err)
+{
+    struct sockaddr_storage me;
+    socklen_t len = sizeof me;
+    char a[64];
+    const struct sockaddr *to = (const struct sockaddr *)&c->target;
+    if (emu_sockaddr_is_loopback(to))
+        return;
+    bool lo = getsockname(c->fd, (struct sockaddr *)&me, &len) == 0 &&
+              emu_sockaddr_is_loopback((const struct sockaddr *)&me);
+    if (lo)
+        SD_WARN("conn", "%s unreachable from a loopback IA (%s): use an IA bound to a real "
+                "interface (dat.conf ia_params naming it, softdat(7) TWO MACHINES)",
+                emu_sockaddr_str(to, a, sizeof a), strerror(err));
+    else if (err == ECONNREFUSED)
+        SD_WARN("conn", "nothing listens on %s: if the server runs softdat, its IA may be bound "
+                "to loopback only (softdat-lo); give it an IA bound to a real interface "
+                "(softdat(7) TWO MACHINES)", emu_sockaddr_str(to, a, sizeof a));
+}
+
 static void tcp_failed(struct emu_conn *c, int err)
 {
     if (err == ECONNREFUSED && refused_retry(c))
         return;
+    loopback_hint(c, err);
     finish(c, connect_err_type(err), err, true);
 }
 

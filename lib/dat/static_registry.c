@@ -10,8 +10,10 @@
 #include "lib/dat/dr.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 struct sr_rec {
     DAT_PROVIDER_INFO      info;   /* handed to init/fini; must not move */
@@ -29,6 +31,8 @@ static pthread_mutex_t sr_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct sr_rec **recs;
 static int n_recs, cap_recs;
 static char *conf_path;
+static char *conf_path2;    /* PREFIX's file, read after /etc/dat.conf */
+static int n_first;         /* records that came from conf_path */
 
 void dr_sr_lock(void) { pthread_mutex_lock(&sr_mutex); }
 void dr_sr_unlock(void) { pthread_mutex_unlock(&sr_mutex); }
@@ -40,12 +44,20 @@ static void add_record(const struct dr_conf_entry *e, const char *path, int line
 {
     struct sr_rec *r;
 
-    (void)arg;
     /* Only user-level, default records are registered (as OFA does). */
     if (e->kernel || !e->is_default) {
         dr_dbg(DR_DBG_SR, "%s:%d: %s ignored (%s)", path, lineno, e->ia_name,
                e->kernel ? "kernel API" : "nondefault");
         return;
+    }
+    /* The second file only adds names the first one does not use. */
+    if (arg != NULL) {
+        for (int i = 0; i < n_first; i++)
+            if (strcmp(recs[i]->info.ia_name, e->ia_name) == 0) {
+                dr_dbg(DR_DBG_SR, "%s:%d: %s hidden by %s", path, lineno, e->ia_name,
+                       conf_path);
+                return;
+            }
     }
     if (n_recs == cap_recs) {
         int ncap = cap_recs ? cap_recs * 2 : 16;
@@ -79,14 +91,18 @@ static void add_record(const struct dr_conf_entry *e, const char *path, int line
 
 static void load_conf(void)
 {
-    const char *path = dr_conf_choose(getenv("DAT_OVERRIDE"), DR_CONF_ETC, DR_CONF_PREFIX);
+    const char *override = getenv("DAT_OVERRIDE");
+    const char *path = dr_conf_choose(override, DR_CONF_ETC, DR_CONF_PREFIX);
     int n;
 
     free(conf_path);
+    free(conf_path2);
     conf_path = strdup(path);
+    conf_path2 = NULL;
+    n_first = 0;
     n = dr_conf_parse_file(path, add_record, NULL, NULL);
     if (n < 0) {
-        if (getenv("DAT_OVERRIDE"))
+        if (override)
             dr_dbg(DR_DBG_ERROR, "DAT_OVERRIDE=%s cannot be read; no providers registered",
                    path);
         else
@@ -96,6 +112,67 @@ static void load_conf(void)
     }
     dr_dbg(DR_DBG_GENERIC, "using config file %s (%d records, %d registered)", path, n,
            n_recs);
+    /* softdat installed under a PREFIX on a host whose /etc/dat.conf
+     * (Debian's libdapl2) does not name it: its own file adds its IAs, so
+     * the installation works without DAT_OVERRIDE or editing /etc. */
+    n_first = n_recs;
+    if (!override && strcmp(path, DR_CONF_ETC) == 0 && strcmp(DR_CONF_PREFIX, DR_CONF_ETC) != 0 &&
+        access(DR_CONF_PREFIX, R_OK) == 0) {
+        conf_path2 = strdup(DR_CONF_PREFIX);
+        n = dr_conf_parse_file(DR_CONF_PREFIX, add_record, (void *)DR_CONF_PREFIX, NULL);
+        dr_dbg(DR_DBG_GENERIC, "also read %s (%d records, %d registered in all)", DR_CONF_PREFIX,
+               n, n_recs);
+    }
+}
+
+/* How useful a name is to someone who typed `want`: names sharing its
+ * first four characters (softdat-lo for softdat-lo7), then PREFIX's own
+ * (next to the dozens of OFA names of a Debian /etc/dat.conf they would
+ * otherwise be cut off), then the rest. */
+static int name_rank(int i, const char *want)
+{
+    if (strncasecmp(recs[i]->info.ia_name, want, 4) == 0)
+        return 0;
+    return i >= n_first ? 1 : 2;
+}
+
+/* An unknown IA name is the usual first mistake (a typo, or a dat.conf
+ * that is not the one the user edited): say which files were read and
+ * which names they hold. Caller holds sr_mutex. */
+static void explain_unknown(const char *name)
+{
+    char names[600];
+    size_t len = 0;
+    int shown = 0, more = 0;
+
+    names[0] = '\0';
+    for (int rank = 0; rank < 3; rank++) {
+        for (int i = 0; i < n_recs; i++) {
+            int dup = 0;
+            if (name_rank(i, name) != rank)
+                continue;
+            for (int j = 0; j < i && !dup; j++)
+                dup = strcmp(recs[j]->info.ia_name, recs[i]->info.ia_name) == 0;
+            if (dup)
+                continue;
+            size_t need = strlen(recs[i]->info.ia_name) + 2;
+            if (len + need + 40 >= sizeof names) {
+                more++;
+                continue;
+            }
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", shown ? ", " : "",
+                                    recs[i]->info.ia_name);
+            shown++;
+        }
+    }
+    if (more)
+        snprintf(names + len, sizeof names - len, " and %d more (softdat-info -l)", more);
+    dr_dbg(DR_DBG_ERROR, "warning: no IA named '%s' in %s%s%s%s; %s%s", name,
+           conf_path ? conf_path : "(no dat.conf)", conf_path2 ? " or " : "",
+           conf_path2 ? conf_path2 : "",
+           getenv("DAT_OVERRIDE") ? " (DAT_OVERRIDE)" : "",
+           shown ? "names there: " : "it names no IA",
+           names);
 }
 
 __attribute__((constructor)) static void dr_init(void)
@@ -132,7 +209,8 @@ __attribute__((destructor)) static void dr_fini(void)
     }
     free_records();
     free(conf_path);
-    conf_path = NULL;
+    free(conf_path2);
+    conf_path = conf_path2 = NULL;
     dr_sr_unlock();
     dr_dyn_clear();
     dr_ia_clear();
@@ -208,6 +286,11 @@ DAT_RETURN dr_sr_acquire(const DAT_PROVIDER_INFO *key)
                 r = recs[i];
         }
         if (!r) {
+            int named = 0;
+            for (int i = 0; i < n_recs && !named; i++)
+                named = strcmp(recs[i]->info.ia_name, key->ia_name) == 0;
+            if (!named)
+                explain_unknown(key->ia_name);
             if (matched)
                 dr_dbg(DR_DBG_ERROR, "%s: no provider library could be loaded "
                        "(DAT_DBG_TYPE=0x4 shows why)", key->ia_name);

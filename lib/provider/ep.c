@@ -575,6 +575,13 @@ static DAT_RETURN sd_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, D
         p->ep_attr.max_recv_iov = 0;
     else
         p->ep_attr.srq_soft_hw = DAT_HW_DEFAULT;
+    /* The negotiated MPA CRC is what a user of an EP wants to know (it
+     * depends on both ends and on whether the link is loopback). */
+    static DAT_NAMED_ATTR crc_attr[2] = {{"SOFTDAT_CRC", "off"}, {"SOFTDAT_CRC", "on"}};
+    if (ep->crc_known) {
+        p->ep_attr.ep_provider_specific_count = 1;
+        p->ep_attr.ep_provider_specific = &crc_attr[ep->crc_on ? 1 : 0];
+    }
     pthread_mutex_unlock(&ep->lock);
 out:
     sd_handle_put(&ep->h);

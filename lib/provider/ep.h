@@ -51,6 +51,7 @@ struct sd_ep {
     bool local_set;                 /* local_addr/local_port valid (else the IA's) */
     bool aborting;                  /* disconnect asked while establishing */
     bool initiator;                 /* the current/last connection was ours (connect) */
+    bool crc_known, crc_on;         /* MPA CRC of the current/last connection (ep_query) */
     bool provider_ep;               /* created by a PSP_PROVIDER_FLAG PSP, not yet accepted */
     struct sd_handle *rsp;          /* the RSP reserving this EP (no reference) */
     DAT_COMM comm;                  /* communicator (dat_ep_modify, set once) */

@@ -109,6 +109,8 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
         ep->remote_port = emu_sockaddr_port((const struct sockaddr *)&info.peer);
         ep->remote_set = true;
         ep->initiator = info.initiator;
+        ep->crc_known = true;
+        ep->crc_on = info.crc;
     }
     if (report)
         store_pdata(ep, ev->pdata, ev->pdata_len);
@@ -225,6 +227,9 @@ static DAT_RETURN connect_common(struct sd_ep *ep, const struct sockaddr *remote
     struct sockaddr_storage peer;
     socklen_t plen;
     memset(&peer, 0, sizeof peer);
+    if (qual > 0xFFFFu)
+        SD_DBG("ep", "conn_qual %llu connects to TCP port %u (its low 16 bits)",
+               (unsigned long long)qual, (unsigned)(qual & 0xFFFFu));
     if (remote->sa_family == AF_INET) {
         memcpy(&peer, remote, sizeof(struct sockaddr_in));
         ((struct sockaddr_in *)&peer)->sin_port = htons((uint16_t)qual);

@@ -16,7 +16,8 @@
 #define SD_VENDOR_NAME "softdat"
 #define SD_PROVIDER_VERSION_MAJOR 0
 #define SD_PROVIDER_VERSION_MINOR 1
-#define SD_VERSION_STRING "0.1.0"
+/* From the top-level VERSION file (the Makefile passes it). */
+#define SD_VERSION_STRING SOFTDAT_VERSION
 
 /* One instance per registered dat.conf record: the registry keys records by
  * (IA name, API version, thread safety) and releases them by what

@@ -232,6 +232,9 @@ int sd_sp_listen_at(struct sd_sp *sp, const struct sockaddr *addr, socklen_t len
     if (ia->engine == NULL)
         return -ESHUTDOWN;
     struct emu_listener *l = NULL;
+    if (!any && port > 0xFFFFu)
+        SD_DBG("sp", "conn_qual %llu listens on TCP port %u (its low 16 bits)",
+               (unsigned long long)port, (unsigned)(port & 0xFFFFu));
     int r = any ? emu_listener_create_range(ia->engine, addr, len, SD_PSP_ANY_LO, SD_PSP_ANY_HI, ops, sp, &l)
                 : emu_listener_create(ia->engine, addr, len, (uint16_t)port, ops, sp, &l);
     if (r != 0)

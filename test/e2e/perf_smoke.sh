@@ -66,7 +66,7 @@ if [ -z "$port" ]; then
 fi
 ok "server listening on conn_qual $port (raw TCP $((port + 1)))"
 
-timeout 120 "$PERF" -c 127.0.0.1 -P "$IA" -p "$port" --compare -m 64,65536 -n 200 -t 0.2 -r 3 \
+timeout 120 "$PERF" -c 127.0.0.1 -P "$IA" -p "$port" -v --compare -m 64,65536 -n 200 -t 0.2 -r 3 \
     --timeout 10 >"$tmp/cli.out" 2>"$tmp/cli.err" </dev/null
 rc=$?
 
@@ -123,7 +123,7 @@ for t in send_lat write_lat read_lat send_bw write_bw read_bw; do
     done
 done
 
-# A progress line per (test, size) went to stderr, for DAT and raw TCP.
+# With -v, a result line per (test, size) went to stderr, for DAT and raw TCP.
 n_dat=$(grep -c '^softdat-perf: dat ' "$tmp/cli.err")
 n_raw=$(grep -c '^softdat-perf: raw ' "$tmp/cli.err")
 [ "$n_dat" = 12 ] && ok "12 DAT progress lines on stderr" || notok "$n_dat DAT progress lines, want 12"

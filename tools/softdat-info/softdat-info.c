@@ -33,12 +33,22 @@ static void usage(FILE *out)
             "  -d, --ia NAME      show only this IA (repeatable; same as a positional NAME)\n"
             "  -v, --verbose      also show the dat.conf in use, every registry record\n"
             "                     and the full EVD stream-merging matrix\n"
+            "  -V, --version      print the version and exit\n"
             "  -h, --help         show this help\n"
             "\n"
-            "The registry reads $DAT_OVERRIDE if set, else /etc/dat.conf.\n"
+            "The registry reads $DAT_OVERRIDE if set, else /etc/dat.conf; softdat's\n"
+            "registry then adds the IAs of its own PREFIX/etc/dat.conf.\n"
             "Exit status: 0 success, 1 an IA could not be opened (a named one, or\n"
             "every one), 2 usage or registry error.\n",
             prog);
+}
+
+static void short_usage(void)
+{
+    fprintf(stderr,
+            "usage: %s [-l] [-v] [-d IA_NAME]... [IA_NAME]...\n"
+            "Try '%s --help' for the options, or see softdat-info(1).\n",
+            prog, prog);
 }
 
 static const char *thread_text(DAT_BOOLEAN ts)
@@ -177,6 +187,7 @@ int main(int argc, char **argv)
         { "ia", required_argument, NULL, 'd' },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     const char **names;
@@ -196,13 +207,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: out of memory\n", prog);
         return EXIT_USAGE;
     }
-    while ((opt = getopt_long(argc, argv, "ld:vh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "ld:vVh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'l': list_only = 1; break;
         case 'd': names[nnames++] = optarg; break;
         case 'v': verbose++; break;
         case 'h': usage(stdout); free(names); return 0;
-        default: usage(stderr); free(names); return EXIT_USAGE;
+        case 'V': printf("%s (softdat) %s\n", prog, SOFTDAT_VERSION); free(names); return 0;
+        default: short_usage(); free(names); return EXIT_USAGE;
         }
     }
     for (int i = optind; i < argc; i++)
@@ -218,7 +230,10 @@ int main(int argc, char **argv)
 
     if (verbose) {
         const char *conf = getenv("DAT_OVERRIDE");
-        printf("dat.conf: %s\n", conf && *conf ? conf : "/etc/dat.conf");
+        if (conf && *conf)
+            printf("dat.conf: %s (DAT_OVERRIDE)\n", conf);
+        else
+            printf("dat.conf: /etc/dat.conf (softdat's registry also adds its PREFIX/etc/dat.conf)\n");
     }
     int distinct = 0;
     for (DAT_COUNT i = 0; i < count; i++)

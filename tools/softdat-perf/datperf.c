@@ -97,6 +97,8 @@ struct sess {
     char err[256];
 };
 
+static void query_crc(DAT_EP_HANDLE ep, char *out, size_t len);
+
 static const char *crc_text(enum crc_choice c)
 {
     switch (c) {
@@ -678,6 +680,11 @@ static int serve_session(const struct perf_opts *o, DAT_IA_HANDLE ia, DAT_PZ_HAN
         goto out;
     }
     connected = 1;
+    {
+        char crc[16];
+        query_crc(s->ep, crc, sizeof(crc));
+        perf_progress("connection established: MPA CRC %s", crc[0] ? crc : "not reported");
+    }
     if (wait_ctrl(s, C_HELLO, &m, "the client's HELLO") != 0)
         goto out;
     take_peer_rmr(s, &m);
@@ -751,7 +758,15 @@ int perf_server_run(const struct perf_opts *o)
 
     memset(&boot, 0, sizeof(boot));
     boot.o = o;
-    if (sess_open_ia(&boot, &ia) == 0) {
+    if (o->raw_only) {
+        snprintf(boot.err, sizeof(boot.err), "--raw-tcp given");
+    } else if (sess_open_ia(&boot, &ia) != 0) {
+        /* Serving only raw TCP would look like a working server to the
+         * user and to a client; a wrong IA name is a mistake to report. */
+        perf_err("cannot open IA '%s' (%s); 'softdat-info -l' lists the IAs the registry knows",
+                 o->ia_name, boot.err);
+        return PERF_EXIT_CONNECT;
+    } else {
         DAT_RETURN ret;
         memset(&ia_attr, 0, sizeof(ia_attr));
         if ((ret = dat_ia_query(ia, NULL, DAT_IA_FIELD_ALL, &ia_attr, DAT_PROVIDER_FIELD_NONE,
@@ -779,7 +794,7 @@ int perf_server_run(const struct perf_opts *o)
         rc = PERF_EXIT_FAIL;
         goto out;
     }
-    if (!dat_ok)
+    if (!dat_ok && !o->raw_only)
         perf_err("DAT unavailable on %s: %s; serving raw TCP only", o->ia_name, boot.err);
 
     rawfd = raw_listen(addr, o->port + 1);
@@ -794,8 +809,11 @@ int perf_server_run(const struct perf_opts *o)
             inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)addr)->sin_addr, a, sizeof(a));
         else if (addr != NULL && addr->sa_family == AF_INET6)
             inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)addr)->sin6_addr, a, sizeof(a));
-        perf_progress("server ready: DAT IA %s conn_qual %u%s; raw TCP %s port %u", o->ia_name,
-                      o->port, dat_ok ? "" : " (unavailable)", a, o->port + 1);
+        if (o->raw_only)
+            perf_progress("server ready: raw TCP only (--raw-tcp), %s port %u", a, o->port + 1);
+        else
+            perf_progress("server ready: DAT IA %s conn_qual %u%s; raw TCP %s port %u", o->ia_name,
+                          o->port, dat_ok ? "" : " (unavailable)", a, o->port + 1);
     }
 
     double deadline = perf_now() + o->idle_timeout;
@@ -1024,6 +1042,33 @@ static int resolve(const char *host, int family, struct sockaddr_storage *ss, st
     return 0;
 }
 
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss->ss_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+    return 0;
+}
+
+/* The provider's word on the connection's MPA CRC: softdat reports it as
+ * the EP provider-specific attribute SOFTDAT_CRC; other providers leave
+ * out empty. */
+static void query_crc(DAT_EP_HANDLE ep, char *out, size_t len)
+{
+    DAT_EP_PARAM p;
+    out[0] = '\0';
+    memset(&p, 0, sizeof(p));
+    if (dat_ep_query(ep, DAT_EP_FIELD_EP_ATTR_NUM_PROVIDER_ATTR |
+                             DAT_EP_FIELD_EP_ATTR_PROVIDER_SPECIFIC_ATTR, &p) != DAT_SUCCESS)
+        return;
+    for (DAT_COUNT i = 0; i < p.ep_attr.ep_provider_specific_count; i++) {
+        const DAT_NAMED_ATTR *a = &p.ep_attr.ep_provider_specific[i];
+        if (a->name != NULL && a->value != NULL && strcmp(a->name, "SOFTDAT_CRC") == 0)
+            snprintf(out, len, "%s", a->value);
+    }
+}
+
 int dat_client_run(const struct perf_opts *o, struct perf_results *res, int raw_follows,
                    int *connected)
 {
@@ -1039,8 +1084,15 @@ int dat_client_run(const struct perf_opts *o, struct perf_results *res, int raw_
         return PERF_EXIT_FAIL;
     s->o = o;
     s->timeout = o->op_timeout;
-    if (sess_open_ia(s, &s->ia) != 0)
+    perf_status_step(0, "opening IA %s", o->ia_name);
+    if (sess_open_ia(s, &s->ia) != 0) {
+        char why[sizeof(s->err)];
+        snprintf(why, sizeof(why), "%s", s->err);
+        fail(s, "cannot open IA '%.40s' (%.150s); 'softdat-info -l' lists the IAs the registry knows",
+             o->ia_name, why);
+        rc = PERF_EXIT_CONNECT;
         goto out;
+    }
     /* The server's address in the IA's own family ("localhost" may be both). */
     DAT_IA_ATTR ia_attr;
     memset(&ia_attr, 0, sizeof(ia_attr));
@@ -1068,7 +1120,8 @@ int dat_client_run(const struct perf_opts *o, struct perf_results *res, int raw_
     pd.max_size = htonl(perf_max_size(o));
     pd.window = htonl((uint32_t)o->window);
     pd.nrecv = htonl((uint32_t)s->nrecv);
-    perf_progress("connecting to %s conn_qual %u over %s", o->host, o->port, o->ia_name);
+    perf_detail("connecting to %s conn_qual %u over %s", o->host, o->port, o->ia_name);
+    perf_status_step(0, "connecting to %s conn_qual %u", o->host, o->port);
     ret = dat_ep_connect(s->ep, (DAT_IA_ADDRESS_PTR)&ss, o->port,
                          (DAT_TIMEOUT)(o->op_timeout * 1e6), (DAT_COUNT)sizeof(pd), &pd,
                          DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
@@ -1079,17 +1132,26 @@ int dat_client_run(const struct perf_opts *o, struct perf_results *res, int raw_
     if (get_event(s, s->conn_evd, o->op_timeout, &ev, "the connection to be established") != 0)
         goto out;
     if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
-        fail(s, "connection to %s conn_qual %u failed: event 0x%x (%s)", o->host, o->port,
+        int remote = !is_loopback(&ss);
+        fail(s, "connection to %s conn_qual %u failed: event 0x%x (%s)%s", o->host, o->port,
              (unsigned)ev.event_number,
              ev.event_number == DAT_CONNECTION_EVENT_PEER_REJECTED ? "rejected by the server" :
              ev.event_number == DAT_CONNECTION_EVENT_UNREACHABLE ? "unreachable" :
              ev.event_number == DAT_CONNECTION_EVENT_TIMED_OUT ? "timed out" :
              ev.event_number == DAT_CONNECTION_EVENT_NON_PEER_REJECTED ? "no server listening" :
-             "not established");
+             "not established",
+             ev.event_number != DAT_CONNECTION_EVENT_NON_PEER_REJECTED
+                 ? ""
+                 : remote ? "; is 'softdat-perf -s' running there on an IA bound to a reachable "
+                            "interface (not softdat-lo)?"
+                          : "; is 'softdat-perf -s' running with the same -p?");
         rc = PERF_EXIT_CONNECT;
         goto out;
     }
     *connected = 1;
+    query_crc(s->ep, res->crc, sizeof(res->crc));
+    perf_detail("connected to %s conn_qual %u over %s, MPA CRC %s", o->host, o->port, o->ia_name,
+                res->crc[0] ? res->crc : "not reported by the provider");
     if (send_ctrl(s, C_HELLO, 0, 0, 0, 0, 1) != 0 ||
         wait_ctrl(s, C_HELLO, &m, "the server's HELLO") != 0)
         goto out;
@@ -1122,6 +1184,7 @@ int dat_client_run(const struct perf_opts *o, struct perf_results *res, int raw_
             struct perf_result *r = &res->dat[t][i];
             char sz[16];
             perf_fmt_size(o->sizes[i], sz, sizeof(sz));
+            perf_status_step(1, "dat %s %s", perf_test_name(t), sz);
             int e = perf_test_is_lat(t) ? client_lat(s, t, o->sizes[i], r)
                                         : client_bw(s, t, o->sizes[i], r);
             if (e != 0) {
@@ -1132,10 +1195,10 @@ int dat_client_run(const struct perf_opts *o, struct perf_results *res, int raw_
                 break;
             }
             if (perf_test_is_lat(t))
-                perf_progress("dat  %-12s %6s: %ld iters, median %.2f us, p99 %.2f us",
+                perf_detail("dat  %-12s %6s: %ld iters, median %.2f us, p99 %.2f us",
                               perf_test_name(t), sz, r->iters, r->lat_med_us, r->lat_p99_us);
             else
-                perf_progress("dat  %-12s %6s: %ld msgs, %.4f GB/s, %.3f Mmsg/s",
+                perf_detail("dat  %-12s %6s: %ld msgs, %.4f GB/s, %.3f Mmsg/s",
                               perf_test_name(t), sz, r->iters, r->gbps, r->mmsgs);
         }
     }

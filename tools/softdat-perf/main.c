@@ -40,18 +40,29 @@ static void usage(FILE *out)
             "                         blocking in dat_evd_wait\n"
             "      --crc on|off|auto  set SOFTDAT_CRC before dat_ia_open (start the server\n"
             "                         with the same choice)\n"
-            "      --raw-tcp          only the raw-TCP baseline (no DAT)\n"
+            "      --raw-tcp          only the raw-TCP baseline (no DAT; server: no IA)\n"
             "      --compare          the DAT tests, then the raw-TCP baseline, side by side\n"
             "      --json             print the results as JSON instead of a table\n"
             "      --persist          server: keep serving after a client session\n"
             "      --timeout SEC      longest single wait before a test fails (default 10)\n"
             "      --idle SEC         server: exit if no client comes (default 300)\n"
-            "  -v, --verbose          more detail on stderr\n"
+            "  -v, --verbose          more detail on stderr: each result as it comes,\n"
+            "                         connection details, the negotiated CRC\n"
+            "  -V, --version          print the version and exit\n"
             "  -h, --help             show this help\n"
             "\n"
-            "Exit status: 0 success, 1 a test failed, 2 usage, 3 cannot connect,\n"
-            "4 the DAT provider answered DAT_NOT_IMPLEMENTED.\n",
+            "Exit status: 0 success, 1 a test failed, 2 usage, 3 cannot open the IA or\n"
+            "connect, 4 the DAT provider answered DAT_NOT_IMPLEMENTED.\n",
             perf_prog, perf_prog, DEFAULT_PORT);
+}
+
+/* What a mistyped command line gets: the synopsis and where to look. */
+static void short_usage(void)
+{
+    fprintf(stderr,
+            "usage: %s -s [options]  |  %s -c HOST [options] [TEST...]\n"
+            "Try '%s --help' for the options, or see softdat-perf(1).\n",
+            perf_prog, perf_prog, perf_prog);
 }
 
 static int select_test(struct perf_opts *o, const char *name)
@@ -111,14 +122,35 @@ static void cell_f(char *buf, size_t len, int ok, double v, int prec)
         snprintf(buf, len, "-");
 }
 
+/* The CRC as the connection negotiated it, which is what the figures were
+ * measured with; "?" when the provider does not say (not softdat). */
+static const char *crc_state(const struct perf_opts *o, const struct perf_results *res)
+{
+    if (o->raw_only)
+        return "-";
+    return res->crc[0] ? res->crc : "?";
+}
+
+static int anything_ran(const struct perf_opts *o, const struct perf_results *res)
+{
+    for (int t = 0; t < T_COUNT; t++)
+        for (int i = 0; i < o->nsizes; i++)
+            if (res->dat[t][i].valid)
+                return 1;
+    for (int p = 0; p < RAW_NPAT; p++)
+        for (int i = 0; i < o->nsizes; i++)
+            if (res->raw[p][i].valid)
+                return 1;
+    return 0;
+}
+
 static void print_table(const struct perf_opts *o, const struct perf_results *res)
 {
     char sz[16], a[6][24];
 
-    printf("# softdat-perf: %s, IA %s, %s completions, crc %s, window %d\n",
+    printf("# softdat-perf %s: %s, IA %s, %s completions, crc %s, window %d\n", SOFTDAT_VERSION,
            o->raw_only ? "raw TCP only" : o->compare ? "DAT vs raw TCP" : "DAT",
-           o->raw_only ? "-" : o->ia_name, o->poll ? "polled" : "blocking",
-           o->crc == CRC_ON ? "on" : o->crc == CRC_OFF ? "off" : o->crc == CRC_AUTO ? "auto" : "default",
+           o->raw_only ? "-" : o->ia_name, o->poll ? "polled" : "blocking", crc_state(o, res),
            o->window);
     printf("# lat: one-way us (RTT/2) for send/write, full round trip for read; GB/s = 1e9 B/s\n");
     printf("# ratio: softdat/raw (latency: >1 is slower; bandwidth: <1 is slower)\n");
@@ -201,8 +233,9 @@ static void print_json(const struct perf_opts *o, const struct perf_results *res
     printf("{\"tool\": \"softdat-perf\", \"mode\": \"%s\", \"ia\": ",
            o->raw_only ? "raw" : o->compare ? "compare" : "dat");
     json_str(o->ia_name);
-    printf(", \"completion\": \"%s\", \"crc\": \"%s\", \"window\": %d, \"exit\": %d,\n \"results\": [",
-           o->poll ? "poll" : "wait",
+    printf(", \"version\": \"%s\", \"completion\": \"%s\", \"crc\": \"%s\", \"crc_requested\": \"%s\", "
+           "\"window\": %d, \"exit\": %d,\n \"results\": [",
+           SOFTDAT_VERSION, o->poll ? "poll" : "wait", crc_state(o, res),
            o->crc == CRC_ON ? "on" : o->crc == CRC_OFF ? "off" : o->crc == CRC_AUTO ? "auto" : "default",
            o->window, rc);
     for (int t = 0; t < T_COUNT; t++) {
@@ -263,6 +296,7 @@ int main(int argc, char **argv)
         { "idle", required_argument, NULL, O_IDLE },
         { "verbose", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
     struct perf_opts o;
@@ -282,7 +316,7 @@ int main(int argc, char **argv)
     o.idle_timeout = 300.0;
     perf_parse_sizes("64,4K,64K,1M", o.sizes, &o.nsizes);
 
-    while ((opt = getopt_long(argc, argv, "sc:P:p:m:n:t:r:w:Wvh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "sc:P:p:m:n:t:r:w:WvVh", longopts, NULL)) != -1) {
         switch (opt) {
         case 's': o.server = 1; break;
         case 'c': o.host = optarg; break;
@@ -336,9 +370,10 @@ int main(int argc, char **argv)
             if (parse_double(optarg, 1, 86400 * 7, &o.idle_timeout) != 0)
                 goto bad;
             break;
-        case 'v': o.verbose = 1; break;
+        case 'v': o.verbose = 1; perf_verbose = 1; break;
+        case 'V': printf("%s (softdat) %s\n", perf_prog, SOFTDAT_VERSION); return PERF_EXIT_OK;
         case 'h': usage(stdout); return PERF_EXIT_OK;
-        default: usage(stderr); return PERF_EXIT_USAGE;
+        default: short_usage(); return PERF_EXIT_USAGE;
         }
     }
     for (int i = optind; i < argc; i++)
@@ -355,7 +390,7 @@ int main(int argc, char **argv)
     }
     if (o.server == (o.host != NULL)) {
         fprintf(stderr, "%s: give exactly one of -s (server) and -c HOST (client)\n", perf_prog);
-        usage(stderr);
+        short_usage();
         return PERF_EXIT_USAGE;
     }
     if (o.raw_only && o.compare) {
@@ -377,6 +412,18 @@ int main(int argc, char **argv)
     int rc = PERF_EXIT_OK, rc_raw = PERF_EXIT_OK;
     if (res == NULL)
         return PERF_EXIT_FAIL;
+    {
+        int steps = 0, pats[RAW_NPAT] = { 0 };
+        for (int t = 0; t < T_COUNT; t++)
+            if (o.tests[t]) {
+                steps += o.raw_only ? 0 : o.nsizes;
+                pats[perf_test_raw(t)] = 1;
+            }
+        if (o.raw_only || o.compare)
+            for (int p = 0; p < RAW_NPAT; p++)
+                steps += pats[p] * o.nsizes;
+        perf_status_begin(steps);
+    }
     if (!o.raw_only) {
         int connected = 0;
         rc = dat_client_run(&o, res, o.compare, &connected);
@@ -384,14 +431,16 @@ int main(int argc, char **argv)
             perf_err("the DAT provider behind %s does not implement a call this benchmark needs "
                      "(DAT_NOT_IMPLEMENTED); DAT figures are missing", o.ia_name);
         /* The server waits for this session until it hears from us. */
-        if (!connected && !o.compare && rc != PERF_EXIT_CONNECT)
+        if (!connected && (!o.compare || rc == PERF_EXIT_CONNECT))
             raw_client_bye(&o);
     }
-    if (o.raw_only || o.compare)
+    /* No baseline after a failed open or connect: the run is over. */
+    if ((o.raw_only || o.compare) && rc != PERF_EXIT_CONNECT)
         rc_raw = raw_client_run(&o, res);
+    perf_status_end();
     if (o.json)
         print_json(&o, res, rc != PERF_EXIT_OK ? rc : rc_raw);
-    else
+    else if (anything_ran(&o, res))
         print_table(&o, res);
     fflush(stdout);
     free(res);
@@ -399,6 +448,6 @@ int main(int argc, char **argv)
     return rc != PERF_EXIT_OK ? rc : rc_raw;
 bad:
     fprintf(stderr, "%s: bad value '%s' for -%c\n", perf_prog, optarg, opt < 256 ? opt : '-');
-    usage(stderr);
+    short_usage();
     return PERF_EXIT_USAGE;
 }

@@ -18,7 +18,7 @@
 #define PERF_EXIT_OK 0
 #define PERF_EXIT_FAIL 1        /* a test failed: DAT error, timeout, bad data */
 #define PERF_EXIT_USAGE 2
-#define PERF_EXIT_CONNECT 3     /* could not reach or connect to the server */
+#define PERF_EXIT_CONNECT 3     /* could not open the IA, reach or connect to the server */
 #define PERF_EXIT_NOTIMPL 4     /* the provider answered DAT_NOT_IMPLEMENTED */
 
 enum perf_test {
@@ -79,6 +79,7 @@ struct perf_result {
 };
 
 struct perf_results {
+    char crc[16];           /* MPA CRC as negotiated: "on", "off", or "" unknown */
     struct perf_result dat[T_COUNT][MAX_SIZES];
     struct perf_result raw[RAW_NPAT][MAX_SIZES];
 };
@@ -101,6 +102,15 @@ void perf_fmt_size(uint32_t size, char *buf, size_t len);
 void perf_stats(double *v, long n, double *median, double *p99);
 double perf_median(double *v, int n);
 void perf_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Like perf_progress, only with -v (per-row figures: the table has them). */
+void perf_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int perf_verbose;
+/* Progress of a client run over `total` steps (a line a second on stderr,
+ * a bar when stderr is a terminal). A step with counts set marks the
+ * previous one done. */
+void perf_status_begin(int total);
+void perf_status_step(int counts, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void perf_status_end(void);
 void perf_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint32_t perf_max_size(const struct perf_opts *o);
 

@@ -567,6 +567,8 @@ int raw_client_run(const struct perf_opts *o, struct perf_results *res)
             struct perf_result *r = &res->raw[p][s];
             char sz[16];
             int lat = p == RAW_PINGPONG || p == RAW_REQRESP;
+            perf_fmt_size(o->sizes[s], sz, sizeof(sz));
+            perf_status_step(1, "raw %s %s", perf_raw_name((enum raw_pattern)p), sz);
             int e = lat ? run_lat(o, &c, (enum raw_pattern)p, o->sizes[s], buf, r)
                         : run_bw(o, &c, (enum raw_pattern)p, o->sizes[s], buf, bufsize, r);
             perf_fmt_size(o->sizes[s], sz, sizeof(sz));
@@ -577,11 +579,11 @@ int raw_client_run(const struct perf_opts *o, struct perf_results *res)
                 break;
             }
             if (lat)
-                perf_progress("raw  %-12s %6s: %ld iters, median %.2f us, p99 %.2f us",
+                perf_detail("raw  %-12s %6s: %ld iters, median %.2f us, p99 %.2f us",
                               perf_raw_name((enum raw_pattern)p), sz, r->iters, r->lat_med_us,
                               r->lat_p99_us);
             else
-                perf_progress("raw  %-12s %6s: %ld msgs, %.4f GB/s, %.3f Mmsg/s",
+                perf_detail("raw  %-12s %6s: %ld msgs, %.4f GB/s, %.3f Mmsg/s",
                               perf_raw_name((enum raw_pattern)p), sz, r->iters, r->gbps,
                               r->mmsgs);
         }

@@ -1,15 +1,118 @@
 /* softdat-perf: clocks, statistics, parsing and error text. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tools/softdat-perf/perf.h"
 
 const char *perf_prog = "softdat-perf";
 volatile int perf_stop;
+int perf_verbose;
+
+/* Progress of a client run: a thread that shows the running step every
+ * second (a line) or, when stderr is a terminal, redraws a bar. Messages
+ * printed meanwhile take the lock and wipe the bar first. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int running, quit, tty, bar_shown;
+    int done, total;            /* done: counted steps started so far */
+    double t0, step_t0;
+    char what[96];
+} st = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static void bar_wipe_locked(void)
+{
+    if (st.bar_shown) {
+        fputs("\r\033[K", stderr);
+        st.bar_shown = 0;
+    }
+}
+
+static void status_show_locked(void)
+{
+    double now = perf_now();
+    if (st.tty) {
+        char bar[21];
+        int fill = st.total > 0 && st.done > 0 ? ((st.done - 1) * 20) / st.total : 0;
+        for (int i = 0; i < 20; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[20] = '\0';
+        fprintf(stderr, "\r\033[K%s: [%s] %d/%d %s (%.0f s)", perf_prog, bar, st.done, st.total,
+                st.what, now - st.t0);
+        st.bar_shown = 1;
+    } else {
+        fprintf(stderr, "%s: step %d/%d: %s (%.1f s, %.0f s in all)\n", perf_prog,
+                st.done, st.total, st.what, now - st.step_t0, now - st.t0);
+    }
+    fflush(stderr);
+}
+
+static void *status_thread(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&st.mu);
+    while (!st.quit) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        long step_ns = st.tty ? 250000000L : 1000000000L;
+        ts.tv_nsec += step_ns;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&st.cv, &st.mu, &ts);
+        if (!st.quit && st.what[0] != '\0')
+            status_show_locked();
+    }
+    bar_wipe_locked();
+    pthread_mutex_unlock(&st.mu);
+    return NULL;
+}
+
+void perf_status_begin(int total)
+{
+    pthread_mutex_lock(&st.mu);
+    st.total = total;
+    st.done = 0;
+    st.t0 = st.step_t0 = perf_now();
+    st.what[0] = '\0';
+    st.quit = 0;
+    st.tty = isatty(STDERR_FILENO);
+    st.running = pthread_create(&st.thread, NULL, status_thread, NULL) == 0;
+    pthread_mutex_unlock(&st.mu);
+}
+
+void perf_status_step(int counts, const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&st.mu);
+    if (counts && st.done < st.total)
+        st.done++;
+    va_start(ap, fmt);
+    vsnprintf(st.what, sizeof(st.what), fmt, ap);
+    va_end(ap);
+    st.step_t0 = perf_now();
+    pthread_mutex_unlock(&st.mu);
+}
+
+void perf_status_end(void)
+{
+    pthread_mutex_lock(&st.mu);
+    int running = st.running;
+    st.quit = 1;
+    st.running = 0;
+    pthread_cond_signal(&st.cv);
+    pthread_mutex_unlock(&st.mu);
+    if (running)
+        pthread_join(st.thread, NULL);
+}
 
 double perf_now(void)
 {
@@ -148,24 +251,40 @@ double perf_median(double *v, int n)
     return m;
 }
 
+static void emit(const char *tag, const char *fmt, va_list ap)
+{
+    pthread_mutex_lock(&st.mu);
+    bar_wipe_locked();
+    fprintf(stderr, "%s: %s", perf_prog, tag);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    pthread_mutex_unlock(&st.mu);
+}
+
 void perf_progress(const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", perf_prog);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    emit("", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+}
+
+void perf_detail(const char *fmt, ...)
+{
+    va_list ap;
+    if (!perf_verbose)
+        return;
+    va_start(ap, fmt);
+    emit("", fmt, ap);
+    va_end(ap);
 }
 
 void perf_err(const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: error: ", perf_prog);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    emit("error: ", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 uint32_t perf_max_size(const struct perf_opts *o)
