@@ -168,7 +168,7 @@ int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out)
     qp->sq_cap = a->max_send_wr;
     qp->sq = calloc(qp->sq_cap, sizeof *qp->sq);
     qp->sq_sge = calloc((size_t)qp->sq_cap * qp->a.max_sge, sizeof *qp->sq_sge);
-    qp->rd_cap = qp->sq_cap + 1; /* every SQ entry a Read, plus one probe */
+    qp->rd_cap = qp->sq_cap + QP_PROBES_MAX; /* every SQ entry a Read, plus the probes */
     qp->rd_fifo = calloc(qp->rd_cap, sizeof *qp->rd_fifo);
     qp->pf = malloc(QP_PF_SIZE);
     if (!a->srq) {
@@ -238,7 +238,7 @@ int emu_qp_reset(struct emu_qp *qp)
     qp->rd_head = qp->rd_tail = 0;
     qp->unacked = 0;
     qp->ack_tail = qp->covered = qp->sq_tail;
-    qp->probe_out = false;
+    qp->probes_out = 0;
     qp->probes = 0;
     qp->irq_head = qp->irq_tx = qp->irq_tail = 0;
     memset(&qp->cur, 0, sizeof qp->cur);
@@ -273,7 +273,8 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     if (info.fd < 0)
         return -ENOTCONN;
     int dfd = info.fd;
-    uint32_t icap = info.ird ? info.ird : 1;
+    /* Room for a softdat peer's placement probes beyond the IRD. */
+    uint32_t icap = info.ird + QP_PROBES_MAX;
     struct ird_ent *irq = calloc(icap, sizeof *irq);
     if (!irq)
         return -ENOMEM;
@@ -454,19 +455,25 @@ static bool tx_idle(const struct emu_qp *qp)
            qp->sq_tx == qp->sq_tail && qp->irq_head == qp->irq_tail && qp->unacked == 0;
 }
 
-int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
+void emu_qp_quiesce(struct emu_qp *qp)
 {
     if (!qp)
-        return -EINVAL;
-    /* Process what the peer already sent before our FIN: a placement probe
-     * that came right behind the last Send is answered, so the peer's Send
-     * completes as it would on an HCA (which ACKs in hardware). A consumer
-     * that disconnects the moment its receive completed would otherwise
-     * flush the peer's Send. */
+        return;
     pthread_mutex_lock(&qp->rx_lock);
     if (qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0)
         (void)qp_rx_run(qp, qp->rx_fd, false);
     pthread_mutex_unlock(&qp->rx_lock);
+    pthread_mutex_lock(&qp->sq_lock);
+    if (qp->irq_deferred && !qp->want_tx)
+        qp_tx_pump(qp); /* answers kept for the next bytes sent: send them now */
+    pthread_mutex_unlock(&qp->sq_lock);
+}
+
+int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
+{
+    if (!qp)
+        return -EINVAL;
+    emu_qp_quiesce(qp);
     pthread_mutex_lock(&qp->sq_lock);
     struct emu_conn *c = qp->c;
     int rc = 0;
@@ -491,6 +498,7 @@ void emu_qp_flush(struct emu_qp *qp)
     if (!qp)
         return;
     pthread_mutex_lock(&qp->rx_lock);
+    qp_rx_deliver_pending(qp);
     qp->rx_attached = false;
     qp->rx_fd = -1;
     emu_mem_put(&qp->wref);
@@ -557,7 +565,7 @@ void emu_qp_flush(struct emu_qp *qp)
     qp->rd_head = qp->rd_tail = 0;
     qp->unacked = 0;
     qp->ack_tail = qp->covered = qp->sq_tail;
-    qp->probe_out = false;
+    qp->probes_out = 0;
     memset(&qp->cur, 0, sizeof qp->cur);
     qp->tb.niov = qp->tb.iov_pos = qp->tb.nrec = qp->tb.rec_pos = 0;
     qp->tb.rec_done = qp->tb.bytes = 0;

@@ -187,6 +187,12 @@ void emu_qp_detach(struct emu_qp *qp);
  * socket, then emu_conn_disconnect(c, true). Abrupt: emu_conn_disconnect(c,
  * false) at once. Outstanding WRs then flush. */
 int emu_qp_disconnect(struct emu_qp *qp, bool graceful);
+/* Before the owner ends the connection (disconnect, abort, free): process
+ * what the peer already sent and send the answers that wait, so that a
+ * placement probe right behind the peer's last message is answered and the
+ * peer's Send completes, as an HCA that ACKs in hardware would have it
+ * (emu_qp_disconnect does this itself). Any thread but the engine's. */
+void emu_qp_quiesce(struct emu_qp *qp);
 /* After the conn's terminal event: complete every outstanding WR as
  * FLUSHED (post order) and forget the connection. Idempotent. */
 void emu_qp_flush(struct emu_qp *qp);

@@ -21,6 +21,7 @@
 #define QP_DIRECT_MIN (16u * 1024u)     /* payload >= this is read in place */
 #define QP_DIRECT_TAIL 256u             /* prefetch bytes read behind it: trailer + next header */
 #define QP_RX_ORDERED_TAIL 64u          /* last bytes of each copy stored in address order (qp_rx.c) */
+#define QP_RX_CQES 32u                  /* receive completions held until a qp_rx_run ends */
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
 #define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */
@@ -40,7 +41,12 @@ enum wq_state { WQ_QUEUED = 0, WQ_TX, WQ_WAIT, WQ_ACK, WQ_DONE };
 struct rd_ent {
     uint32_t idx;
     bool probe;
+    uint32_t stag;              /* probe: the sink STag its response carries */
 };
+
+/* Placement probes in flight towards a softdat peer, which answers them
+ * beyond its IRD (towards other peers: one, within the negotiated ORD). */
+#define QP_PROBES_MAX 32u
 
 #define QP_RX_STALL 1 /* receive side waits for a posted receive (RNR) */
 
@@ -156,14 +162,13 @@ struct emu_qp {
     uint32_t tx_msn[EMU_QN_COUNT];
     uint32_t mulpdu;            /* transmit FPDU size */
     uint16_t ird, ord;          /* negotiated */
-    uint32_t reads_out;         /* Read Requests sent (probes included), not yet answered */
+    uint32_t reads_out;         /* the consumer's Read/atomic Requests sent, not yet answered */
     struct rd_ent *rd_fifo;     /* outstanding Read Requests, in order (rd_cap) */
     uint32_t rd_cap, rd_head, rd_tail;
     uint32_t unacked;           /* WQ_ACK entries */
     uint32_t ack_tail;          /* one past the last started WR that needs confirming */
     uint32_t covered;           /* WRs before this SQ index have a Read Request after them */
-    bool probe_out;             /* a placement probe awaits its response */
-    uint32_t probe_stag;        /* its sink STag */
+    uint32_t probes_out;        /* placement probes awaiting their responses */
     uint64_t probes;
     uint32_t read_seq;
     struct ird_ent *irq;        /* inbound Read Requests (IRD) */
@@ -215,6 +220,8 @@ struct emu_qp {
     uint8_t *pf;                /* prefetch buffer */
     uint32_t pf_off, pf_len;
     uint32_t ncomp;             /* completions produced (for progress) */
+    struct emu_cqe rxc[QP_RX_CQES]; /* receive completions of this qp_rx_run, delivered at its end */
+    uint32_t rxc_n;
     uint64_t rx_bytes, rx_fpdus;
 
     /* ---- private receive queue (rq_lock) ---- */
@@ -247,6 +254,7 @@ bool qp_engine_parked(struct emu_qp *qp);
 
 /* qp_rx.c (rx_lock held) */
 int qp_rx_run(struct emu_qp *qp, int fd, bool engine);
+void qp_rx_deliver_pending(struct emu_qp *qp);
 void qp_rx_reset(struct emu_qp *qp);
 
 static inline struct sq_wqe *sq_at(struct emu_qp *qp, uint32_t idx)

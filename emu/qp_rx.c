@@ -221,7 +221,7 @@ static int header_done(struct emu_qp *qp, bool engine)
         if (qp->rd_head != qp->rd_tail) {
             struct rd_ent *re = rd_at(qp, qp->rd_head);
             probe = re->probe;
-            probe_ok = probe && h->stag == qp->probe_stag;
+            probe_ok = probe && h->stag == re->stag;
             qp->rresp_sq_idx = re->idx;
             if (!probe)
                 w = sq_at(qp, qp->rresp_sq_idx);
@@ -288,6 +288,13 @@ static int header_done(struct emu_qp *qp, bool engine)
     return 0;
 }
 
+static void rx_deliver(struct emu_qp *qp, const struct emu_cqe *cqe)
+{
+    if (qp->rxc_n == QP_RX_CQES)
+        qp_rx_deliver_pending(qp);
+    qp->rxc[qp->rxc_n++] = *cqe;
+}
+
 static void complete_recv(struct emu_qp *qp)
 {
     const struct emu_ddp_hdr *h = &qp->h;
@@ -304,15 +311,17 @@ static void complete_recv(struct emu_qp *qp)
     }
     qp->have_recv = false;
     qp->ncomp++;
-    if (qp->ops.recv_done)
-        qp->ops.recv_done(qp->a.ctx, &cqe);
+    rx_deliver(qp, &cqe);
 }
 
 static int read_request(struct emu_qp *qp, bool engine)
 {
     const struct emu_rdmap_read_req *r = &qp->h.u.rreq;
     pthread_mutex_lock(&qp->sq_lock);
-    bool full = qp->irq_tail - qp->irq_head >= qp->ird || qp->irq_cap == 0;
+    /* A softdat peer (capability marker) may have zero-length placement
+     * probes out beyond our IRD (QP_PROBES_MAX); the ring has room. */
+    uint32_t limit = (r->size == 0 && qp->caps != 0) ? qp->irq_cap : qp->ird;
+    bool full = qp->irq_tail - qp->irq_head >= limit || qp->irq_cap == 0;
     pthread_mutex_unlock(&qp->sq_lock);
     if (full)
         return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
@@ -357,8 +366,7 @@ static int read_response_done(struct emu_qp *qp, bool engine)
     uint32_t idx = qp->rresp_sq_idx;
     if (qp->rresp_probe) {
         qp->rd_head++;
-        qp->reads_out--;
-        qp->probe_out = false;
+        qp->probes_out--;
         qp_sq_confirm(qp, idx);
         qp_tx_pump(qp); /* the next probe, a stalled Read, a graceful disconnect */
         pthread_mutex_unlock(&qp->sq_lock);
@@ -408,8 +416,7 @@ static int immediate(struct emu_qp *qp, bool engine)
     cqe.byte_len = qp->rx_prev_write ? qp->rx_last_wlen : 0;
     qp->rx_prev_write = false;
     qp->ncomp++;
-    if (qp->ops.recv_done)
-        qp->ops.recv_done(qp->a.ctx, &cqe);
+    rx_deliver(qp, &cqe);
     return 0;
 }
 
@@ -774,7 +781,29 @@ static int rx_stalled(struct emu_qp *qp, bool engine)
     return EMU_RX_OK;
 }
 
+static int rx_run(struct emu_qp *qp, int fd, bool engine);
+
+/* Receive completions reach the consumer once the bytes read with them are
+ * processed: a placement probe right behind a Send is answered (its
+ * response handed to the socket) before the consumer learns of the Send
+ * and perhaps closes the connection, as an HCA's ACK leaves before the
+ * completion is polled. */
 int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
+{
+    int rc = rx_run(qp, fd, engine);
+    qp_rx_deliver_pending(qp);
+    return rc;
+}
+
+void qp_rx_deliver_pending(struct emu_qp *qp)
+{
+    for (uint32_t i = 0; i < qp->rxc_n; i++)
+        if (qp->ops.recv_done)
+            qp->ops.recv_done(qp->a.ctx, &qp->rxc[i]);
+    qp->rxc_n = 0;
+}
+
+static int rx_run(struct emu_qp *qp, int fd, bool engine)
 {
     for (int round = 0; round < RX_ROUNDS; round++) {
         int rc = process(qp, engine);

@@ -115,8 +115,8 @@ static uint32_t consumer_ord(const struct emu_qp *qp)
 
 static bool ord_full(const struct emu_qp *qp)
 {
-    uint32_t mine = qp->reads_out - (qp->probe_out ? 1u : 0u);
-    return qp->reads_out >= qp->ord || mine >= consumer_ord(qp);
+    uint32_t probes = qp->caps != 0 ? 0 : qp->probes_out; /* beyond IRD at a softdat peer */
+    return qp->reads_out + probes >= qp->ord || qp->reads_out >= consumer_ord(qp);
 }
 
 static bool needs_ack(const struct emu_qp *qp, const struct sq_wqe *w);
@@ -290,14 +290,20 @@ static bool start_ird(struct emu_qp *qp)
 
 /* placement_ack: a zero-length RDMA Read after Sends/Writes awaiting
  * confirmation. The peer answers it only once it has processed (placed)
- * everything before it on the stream: its response confirms them. At most
- * one is outstanding; it shares ORD with the consumer's Reads (any Read
- * Response confirms the same way). Due when the send queue ran dry, or
- * when half of it waits, so that a long stream keeps completing. */
+ * everything before it on the stream: its response confirms them. Towards
+ * a softdat peer up to QP_PROBES_MAX are outstanding, beyond its IRD (it
+ * makes room for them); towards another iWARP peer one, within the
+ * negotiated ORD, shared with the consumer's Reads (any Read Response
+ * confirms the same way). Due when the send queue ran dry (so the probe
+ * leaves in the same writev as the data), or when half of it waits.
+ */
 static bool probe_due(const struct emu_qp *qp, bool sq_dry)
 {
     int32_t uncovered = (int32_t)(qp->ack_tail - qp->covered);
-    if (uncovered <= 0 || qp->probe_out || qp->reads_out >= qp->ord)
+    if (uncovered <= 0)
+        return false;
+    if (qp->caps != 0 ? qp->probes_out >= QP_PROBES_MAX
+                      : qp->probes_out > 0 || qp->reads_out >= qp->ord)
         return false;
     return sq_dry || (uint32_t)uncovered * 2 >= qp->sq_cap;
 }
@@ -321,8 +327,8 @@ static bool start_probe(struct emu_qp *qp)
     memset(&c->tmpl, 0, sizeof c->tmpl);
     c->tmpl.opcode = EMU_OP_READ_REQ;
     c->tmpl.msn = qp->tx_msn[EMU_QN_READ_REQ]++;
-    qp->probe_stag = next_read_tag(qp);
-    c->tmpl.u.rreq.sink_stag = qp->probe_stag; /* size 0: no source STag is checked */
+    uint32_t stag = next_read_tag(qp);
+    c->tmpl.u.rreq.sink_stag = stag; /* size 0: no source STag is checked */
     c->sge = NULL;
     c->nsge = 0;
     c->base_to = 0;
@@ -330,9 +336,8 @@ static bool start_probe(struct emu_qp *qp)
     c->idx = 0;
     emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
     c->kind = TXK_PROBE;
-    qp->reads_out++;
-    *rd_at(qp, qp->rd_tail++) = (struct rd_ent){.idx = qp->sq_tx, .probe = true};
-    qp->probe_out = true;
+    *rd_at(qp, qp->rd_tail++) = (struct rd_ent){.idx = qp->sq_tx, .probe = true, .stag = stag};
+    qp->probes_out++;
     cover_upto(qp, qp->sq_tx);
     qp->probes++;
     return true;

@@ -222,8 +222,10 @@ static void ep_teardown(struct sd_handle *h)
     /* Abortive close, no further events: the peer sees the connection
      * end; we post nothing (spec L6034). */
     if (c != NULL) {
-        if (ep->qp != NULL)
+        if (ep->qp != NULL) {
+            emu_qp_quiesce(ep->qp); /* the peer's last Send gets its confirmation */
             emu_qp_detach(ep->qp);
+        }
         emu_conn_free(c);
     }
     sd_progress_remove(ep); /* before the QP is destroyed */

@@ -454,6 +454,8 @@ static DAT_RETURN sd_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flag
     }
     pthread_mutex_unlock(&ep->lock);
     if (c != NULL && act == ABORT) {
+        if (ep->qp != NULL)
+            emu_qp_quiesce(ep->qp);
         emu_conn_disconnect(c, false);
     } else if (c != NULL && act == CLOSE) {
         /* Graceful through the QP: it hands every queued byte to the socket

@@ -8,7 +8,9 @@
 # with SOFTDAT_DTO_LENGTH_LIMIT=ep, and the default IA limits), eager (Open
 # MPI's eager-RDMA pattern: the target polls the last byte of each RDMA Write
 # in memory and finds every byte before it placed; engine-only progress,
-# SOFTDAT_POLL_US=off, as in the Open MPI hang this reproduces).
+# SOFTDAT_POLL_US=off, as in the Open MPI hang this reproduces), rnr
+# (InfiniBand semantics: Sends before the peer posted its receives wait
+# for them instead of breaking the connection).
 # Exit 0 pass, 77 skip, else fail.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -66,4 +68,5 @@ SOFTDAT_DTO_LENGTH_LIMIT=ep run length
 run length
 SOFTDAT_POLL_US=off run eager
 run eager
+run rnr
 exit $fail

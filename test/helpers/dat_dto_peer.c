@@ -133,6 +133,9 @@ static DAT_DTO_COMPLETION_EVENT_DATA wait_dto(DAT_EVD_HANDLE evd, const char *wh
     return ev.event_data.dto_completion_event_data;
 }
 
+static bool g_late_recvs;
+static void post_recvs(struct peer *p);
+
 static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen, bool small_limits)
 {
     memset(p, 0, sizeof *p);
@@ -172,7 +175,14 @@ static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen, bool small_
     a.max_rdma_read_iov = 4;
     a.max_rdma_write_iov = 4;
     MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
-    /* Every receive up front: slot i, cookie i. Slot 1 gets two segments. */
+    /* Every receive up front: slot i, cookie i. Slot 1 gets two segments.
+     * (Scenario rnr: the server posts them late, post_recvs.) */
+    if (!g_late_recvs)
+        post_recvs(p);
+}
+
+static void post_recvs(struct peer *p)
+{
     for (int i = 0; i < NRECV; i++) {
         char *s = p->msg + (size_t)i * SLOT;
         if (i == 4) {
@@ -677,6 +687,58 @@ static void server_eager(struct peer *p)
     wait_ev(p->conn, "disconnected");
 }
 
+/* SCENARIO rnr (InfiniBand semantics, softdat-lo): the client Sends the
+ * moment the connection is up; the server posts its receives only 300 ms
+ * later. As on an HCA (receiver-not-ready retry) nothing breaks: every
+ * Send arrives, in order, intact, and each completes at the client only
+ * once the server had a receive for it. */
+#define RNR_DELAY_US 300000
+#define RNR_SENDS 3
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void client_rnr(struct peer *p)
+{
+    double t0 = now_s();
+    for (int i = 0; i < RNR_SENDS; i++) {
+        char *src = p->snk + i * 64;
+        snprintf(src, 64, "rnr message %d", i);
+        DAT_LMR_TRIPLET t = tri(p->lc_snk, src, 64);
+        MUST(dat_ep_post_send(p->ep, 1, &t, ck(700 + (uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+    }
+    for (int i = 0; i < RNR_SENDS; i++) {
+        DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "rnr send");
+        CHECK(d.status == DAT_DTO_SUCCESS, "rnr send %d: status %d", i, d.status);
+        CHECK(d.user_cookie.as_64 == 700 + (uint64_t)i, "rnr send %d: cookie", i);
+    }
+    double waited = now_s() - t0;
+    CHECK(waited >= 0.8 * RNR_DELAY_US / 1e6, "Sends completed after %.3f s, before the receives were posted", waited);
+    expect_recv(p, 8, "rnr reply");
+    MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG));
+    wait_ev(p->conn, "disconnected");
+}
+
+static void server_rnr(struct peer *p)
+{
+    usleep(RNR_DELAY_US);
+    post_recvs(p);
+    for (int i = 0; i < RNR_SENDS; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "rnr message %d", i);
+        char *m = expect_recv(p, 64, "rnr recv");
+        CHECK(strcmp(m, want) == 0, "rnr recv %d: \"%.20s\"", i, m);
+    }
+    DAT_EVENT ev;
+    CHECK(DAT_GET_TYPE(dat_evd_dequeue(p->conn, &ev)) == DAT_QUEUE_EMPTY, "connection event during RNR wait");
+    send_msg(p, "rnr-done", 8, 710, "rnr reply");
+    wait_ev(p->conn, "disconnected");
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -690,6 +752,7 @@ int main(int argc, char **argv)
     side = argv[1];
     const char *scenario = argv[argc - 1];
     DAT_CONN_QUAL port = (DAT_CONN_QUAL)strtoul(argv[argc - 2], NULL, 10);
+    g_late_recvs = server && strcmp(scenario, "rnr") == 0;
     setup(&p, argv[2], strcmp(scenario, "overflow") == 0 && client ? 2 : 256,
           strcmp(scenario, "length") == 0 && client);
     if (server) {
@@ -721,6 +784,8 @@ int main(int argc, char **argv)
         server ? server_overflow(&p) : client_overflow(&p);
     else if (strcmp(scenario, "eager") == 0)
         server ? server_eager(&p) : client_eager(&p);
+    else if (strcmp(scenario, "rnr") == 0)
+        server ? server_rnr(&p) : client_rnr(&p);
     else {
         printf("FAIL unknown scenario %s\n", scenario);
         return 2;
