@@ -28,6 +28,7 @@
 
 #include "emu/log.h"
 #include "lib/provider/ep.h"
+#include "lib/provider/ep_ud.h"
 #include "lib/provider/ia.h"
 #include "lib/provider/psp.h"
 
@@ -161,6 +162,10 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
         goto out;
     } else {
         ep = crep;
+    }
+    if (cr->ud || sd_ep_is_ud(ep)) { /* an address exchange (ep_ud.c) */
+        rc = sd_ud_accept(cr, ep, pdata_size, pdata);
+        goto out;
     }
 
     pthread_mutex_lock(&ep->cm_lock);

@@ -60,9 +60,8 @@ static DAT_RETURN check_attr(const DAT_EP_ATTR *a, DAT_EP_PARAM_MASK m, DAT_UINT
 {
     const DAT_RETURN bad = SD_RET(DAT_INVALID_PARAMETER, arg);
     if (m & DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE) {
-        if (a->service_type == DAT_SERVICE_TYPE_EXTENSION_BASE)
-            return SD_RET(DAT_MODEL_NOT_SUPPORTED, 0); /* IB UD: not yet */
-        if (a->service_type != DAT_SERVICE_TYPE_RC)
+        /* DAT_SERVICE_TYPE_EXTENSION_BASE is DAT_IB_SERVICE_TYPE_UD (ep_ud.c). */
+        if (a->service_type != DAT_SERVICE_TYPE_RC && a->service_type != DAT_SERVICE_TYPE_EXTENSION_BASE)
             return bad;
     }
     if ((m & DAT_EP_FIELD_EP_ATTR_MAX_MESSAGE_SIZE) && a->max_message_size > SD_MAX_MESSAGE_SIZE)
@@ -499,6 +498,10 @@ static DAT_RETURN sd_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE p
                                                             DAT_EP_FIELD_EP_ATTR_SRQ_SOFT_HW);
     if ((rc = check_attr(attr, m, DAT_INVALID_ARG7)) != DAT_SUCCESS)
         goto out;
+    if (attr->service_type == DAT_SERVICE_TYPE_EXTENSION_BASE) { /* UD receives are the EP's own (ep_ud.c) */
+        rc = SD_RET(DAT_MODEL_NOT_SUPPORTED, 0);
+        goto out;
+    }
     SD_DBG("ep", "create_with_srq: max_recv_dtos %d srq_soft_hw %d", attr->max_recv_dtos, attr->srq_soft_hw);
     if ((attr->srq_soft_hw < 0 && attr->srq_soft_hw != DAT_HW_DEFAULT) ||
         (attr->max_recv_dtos < 0 && attr->max_recv_dtos != DAT_HW_DEFAULT)) {
