@@ -325,6 +325,11 @@ bool sd_ud_get_stats(struct sd_ep *ep, struct emu_ud_stats *out)
     return true;
 }
 
+uint32_t sd_ud_qpn(struct sd_ep *ep)
+{
+    return ep->ud != NULL ? emu_ud_qpn(ep->ud->ud) : 0;
+}
+
 /* ---------------------------------------------------------------- posting */
 
 static bool ud_state_ok(DAT_EP_STATE s)

@@ -50,5 +50,7 @@ DAT_RETURN sd_ud_accept(struct sd_cr *cr, struct sd_ep *ep, DAT_COUNT pdata_size
 /* Drop counters of a UD EP (for the counters extension); false if the EP
  * is not UD. */
 bool sd_ud_get_stats(struct sd_ep *ep, struct emu_ud_stats *out);
+/* The UD EP's QPN (its UDP port); 0 if not UD. */
+uint32_t sd_ud_qpn(struct sd_ep *ep);
 
 #endif
