@@ -656,6 +656,12 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
     }
     if ((rc = check_attr(&p->ep_attr, mask, DAT_INVALID_ARG3)) != DAT_SUCCESS)
         goto out;
+    /* RC and UD EPs have different transports (emu_qp / emu_ud): the type
+     * is chosen at create, not switched. */
+    if ((mask & DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE) && p->ep_attr.service_type != ep->attr.service_type) {
+        rc = SD_RET(DAT_MODEL_NOT_SUPPORTED, 0);
+        goto out;
+    }
     /* An SRQ EP's receive queue is the SRQ's (spec L6316). */
     if ((mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) && ep->srq != NULL) {
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
