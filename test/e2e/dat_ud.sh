@@ -6,8 +6,8 @@
 # echoed back with bytes, length and source AH checked, a burst of 32
 # datagrams all echoed (nothing lost), the MTU + 1 refusal, ud_cm_free /
 # ud_ah_free and a post to a freed AH refused. Runs on loopback under our
-# libdat2 and Debian's, and between two network namespaces joined by a
-# veth pair (test/e2e/lib/netns.sh).
+# libdat2 and Debian's (IPv4, and IPv6 under ours), and between two network
+# namespaces joined by a veth pair (test/e2e/lib/netns.sh).
 # Exit 0 pass, 77 skip, else fail.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=test/e2e/lib/interop.sh
@@ -50,6 +50,11 @@ ud_case() {
 for reg in $(il_registries); do
     ud_case "UD loopback, $reg libdat2" "$reg" "$IL_CONF" softdat-lo softdat-lo 127.0.0.1 0
 done
+if ip -6 addr show dev lo 2>/dev/null | grep -q '::1'; then
+    ud_case "UD loopback IPv6 (::1), ours libdat2" ours "$IL_CONF" softdat-lo6 softdat-lo6 ::1 0
+else
+    il_skip "UD over IPv6: no ::1 on lo"
+fi
 if ns_setup; then
     for reg in $(il_registries); do
         ud_case "UD between two network namespaces (veth), $reg libdat2" "$reg" "$NS_CONF" softdat-nsa softdat-nsb \
