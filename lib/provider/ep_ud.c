@@ -13,7 +13,9 @@
  * a UD EP run an ordinary MPA exchange over TCP through the PSP, whose
  * private data starts with a 16-byte UD header (magic, our QPN and Q_Key)
  * in both directions; the consumer's private data follows and is all the
- * consumer sees. When the exchange is complete each side gets
+ * consumer sees. The server's CR EVD gets DAT_IB_UD_CONNECTION_REQUEST_EVENT
+ * (spec §2.3 usage model) instead of the core request event. When the
+ * exchange is complete each side gets
  * DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED on the connect EVD with the peer's
  * address handle (active: DAT_IB_UD_REMOTE_AH, passive:
  * DAT_IB_UD_PASSIVE_REMOTE_AH) and the CM object in `context`, and the TCP
@@ -755,6 +757,18 @@ DAT_RETURN sd_ud_connect(struct sd_ep *ep, const struct sockaddr *peer, socklen_
     case -EADDRNOTAVAIL: return SD_RET(DAT_INVALID_ADDRESS, DAT_INVALID_ADDRESS_UNREACHABLE);
     default: return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
     }
+}
+
+/* The IB extension's usage model (§2.3) has the server wait for
+ * DAT_IB_UD_CONNECTION_REQUEST_EVENT; dtestx takes either event. */
+void sd_ud_request_event(const struct sd_cr *cr, DAT_EVENT *ev)
+{
+    ev->event_number = (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT;
+    DAT_IB_EXTENSION_EVENT_DATA *x = (DAT_IB_EXTENSION_EVENT_DATA *)(void *)ev->event_extension_data;
+    x->type = DAT_IB_UD_CONNECT_REQUEST;
+    x->status = DAT_OP_SUCCESS;
+    fill_remote_ah(&x->remote_ah, NULL, &cr->remote, cr->ud_qpn);
+    x->val.immed.data = cr->ud_qkey;
 }
 
 DAT_RETURN sd_ud_accept(struct sd_cr *cr, struct sd_ep *ep, DAT_COUNT pdata_size, const void *pdata)

@@ -44,6 +44,10 @@ DAT_RETURN sd_ud_disconnect(struct sd_ep *ep, DAT_CLOSE_FLAGS flags);
 /* psp.c hook: a request's private data. Returns how many leading bytes
  * are the UD header (0: an RC request) and fills qpn/qkey. */
 uint16_t sd_ud_parse_request(const void *pdata, uint16_t len, uint32_t *qpn, uint32_t *qkey);
+/* psp.c hook: turn a UD request's DAT_CONNECTION_REQUEST_EVENT into
+ * DAT_IB_UD_CONNECTION_REQUEST_EVENT (type DAT_IB_UD_CONNECT_REQUEST, the
+ * initiator's address in remote_ah). */
+void sd_ud_request_event(const struct sd_cr *cr, DAT_EVENT *ev);
 /* cr.c hook: dat_cr_accept where the CR or the EP is UD. */
 DAT_RETURN sd_ud_accept(struct sd_cr *cr, struct sd_ep *ep, DAT_COUNT pdata_size, const void *pdata);
 

@@ -195,6 +195,8 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
     d->conn_qual = qual;
     d->cr_handle = (DAT_CR_HANDLE)cr;
     d->truncate_flag = DAT_FALSE;
+    if (cr->ud)
+        sd_ud_request_event(cr, &ev);
     if (sd_evd_post(evd, &ev, SD_EVQ_CR, 0) != DAT_SUCCESS) {
         /* The backlog is the EVD (L3961): full means a non-peer reject;
          * destroying the CR closes the request and undoes the EP. */

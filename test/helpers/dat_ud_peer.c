@@ -264,7 +264,9 @@ static int server(char *ia_name, DAT_CONN_QUAL port)
     printf("server: listening on %llu\n", (unsigned long long)port);
     fflush(stdout);
     DAT_EVENT ev = wait_ev(p.cr, "a request");
-    CHECK(ev.event_number == DAT_CONNECTION_REQUEST_EVENT, "cr event 0x%x", (unsigned)ev.event_number);
+    CHECK(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT &&
+              ext(&ev)->type == DAT_IB_UD_CONNECT_REQUEST,
+          "cr event 0x%x", (unsigned)ev.event_number);
     DAT_CR_HANDLE cr = ev.event_data.cr_arrival_event_data.cr_handle;
     DAT_CR_PARAM cp;
     MUST(dat_cr_query(cr, DAT_CR_FIELD_ALL, &cp));

@@ -82,8 +82,11 @@ static struct xchg exchange(DAT_EP_HANDLE cep, DAT_EP_HANDLE sep)
 {
     struct xchg x;
     connect_to(cep, PORT, "hello");
-    DAT_EVENT ev = rp_wait(&S, S.cr, DAT_CONNECTION_REQUEST_EVENT);
+    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
     DAT_CR_HANDLE cr = ev.event_data.cr_arrival_event_data.cr_handle;
+    ck_assert_int_eq(xd(&ev)->type, DAT_IB_UD_CONNECT_REQUEST);
+    ck_assert_uint_eq(xd(&ev)->remote_ah.qpn, sd_ud_qpn((struct sd_ep *)cep)); /* the initiator */
+    ck_assert_ptr_null(xd(&ev)->remote_ah.ah);
     DAT_CR_PARAM cp;
     ck_assert_dat_ok(S.p->cr_query_func(cr, DAT_CR_FIELD_ALL, &cp));
     ck_assert_int_eq(cp.private_data_size, 5); /* the UD header is not the consumer's */
@@ -218,7 +221,7 @@ START_TEST(misuse_errors)
     ck_assert_int_ne(send_ud(sep, 1, &badl, &x.sah, 1, 0), DAT_SUCCESS);
     /* a UD request accepted by an RC EP, and UD with an SRQ */
     connect_to(cep, PORT, "x");
-    DAT_EVENT ev = rp_wait(&S, S.cr, DAT_CONNECTION_REQUEST_EVENT);
+    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
     DAT_EP_HANDLE srcep = rp_ep(&S, &rc);
     ck_assert_dat_err(S.p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, srcep, 0, NULL),
                       DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
@@ -310,7 +313,7 @@ START_TEST(free_during_exchange_and_pdata_limit)
     ck_assert_dat_ok(C.p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, PORT, 5000000,
                                           SD_MAX_PRIVATE_DATA - SD_UD_PDATA_HDR, pd, DAT_QOS_BEST_EFFORT,
                                           DAT_CONNECT_DEFAULT_FLAG));
-    DAT_EVENT ev = rp_wait(&S, S.cr, DAT_CONNECTION_REQUEST_EVENT);
+    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
     DAT_CR_PARAM cp;
     ck_assert_dat_ok(S.p->cr_query_func(ev.event_data.cr_arrival_event_data.cr_handle, DAT_CR_FIELD_ALL, &cp));
     ck_assert_int_eq(cp.private_data_size, SD_MAX_PRIVATE_DATA - SD_UD_PDATA_HDR);
