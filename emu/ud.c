@@ -600,6 +600,16 @@ void emu_ud_local_addr(const struct emu_ud *ud, struct sockaddr_storage *out)
     *out = ud->local;
 }
 
+void emu_ud_queue_counts(struct emu_ud *ud, uint32_t *send_queued, uint32_t *recv_posted)
+{
+    pthread_mutex_lock(&ud->sq_lock);
+    *send_queued = ud->sq_count;
+    pthread_mutex_unlock(&ud->sq_lock);
+    pthread_mutex_lock(&ud->rq_lock);
+    *recv_posted = ud->rq_count;
+    pthread_mutex_unlock(&ud->rq_lock);
+}
+
 void emu_ud_get_stats(const struct emu_ud *ud, struct emu_ud_stats *o)
 {
     struct emu_ud *u = (struct emu_ud *)ud;

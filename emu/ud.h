@@ -119,6 +119,8 @@ int emu_ud_post_recv(struct emu_ud *ud, uint64_t cookie, uint32_t nsge, const st
 void emu_ud_flush(struct emu_ud *ud);
 
 void emu_ud_get_stats(const struct emu_ud *ud, struct emu_ud_stats *out);
+/* Sends not yet handed to the kernel, receives posted and not completed. */
+void emu_ud_queue_counts(struct emu_ud *ud, uint32_t *send_queued, uint32_t *recv_posted);
 
 /* Pure codec (tests, tools): build the 20-byte BTH+DETH header; parse one
  * (0, or -EBADMSG). */

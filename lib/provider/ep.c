@@ -8,6 +8,7 @@
  * request_evd with max_request_dtos > 0). The spec's strict reading (any
  * NULL EVD) would refuse consumers that never post on a stream. */
 #include "lib/provider/ep.h"
+#include "lib/provider/ep_ud.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -815,11 +816,15 @@ static DAT_RETURN sd_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *state,
     DAT_EP_STATE s = ep->state;
     pthread_mutex_unlock(&ep->lock);
     bool ri = true, qi = true;
+    uint32_t uq, ur;
     if (ep->qp != NULL) {
         struct emu_qp_stats st;
         emu_qp_get_stats(ep->qp, &st);
         ri = st.recv_posted == 0;
         qi = st.send_outstanding == 0;
+    } else if (sd_ud_queue_counts(ep, &uq, &ur)) {
+        ri = ur == 0;
+        qi = uq == 0;
     }
     if (state != NULL)
         *state = s;
@@ -928,6 +933,10 @@ static DAT_RETURN sd_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs, DA
         struct emu_qp_stats st;
         emu_qp_get_stats(ep->qp, &st);
         n = (DAT_COUNT)st.recv_posted;
+    } else {
+        uint32_t uq, ur;
+        if (sd_ud_queue_counts(ep, &uq, &ur))
+            n = (DAT_COUNT)ur;
     }
     pthread_mutex_unlock(&ep->cm_lock);
     if (nbufs != NULL)

@@ -327,6 +327,14 @@ bool sd_ud_get_stats(struct sd_ep *ep, struct emu_ud_stats *out)
     return true;
 }
 
+bool sd_ud_queue_counts(struct sd_ep *ep, uint32_t *send_queued, uint32_t *recv_posted)
+{
+    if (ep->ud == NULL)
+        return false;
+    emu_ud_queue_counts(ep->ud->ud, send_queued, recv_posted);
+    return true;
+}
+
 uint32_t sd_ud_qpn(struct sd_ep *ep)
 {
     return ep->ud != NULL ? emu_ud_qpn(ep->ud->ud) : 0;

@@ -54,6 +54,9 @@ DAT_RETURN sd_ud_accept(struct sd_cr *cr, struct sd_ep *ep, DAT_COUNT pdata_size
 /* Drop counters of a UD EP (for the counters extension); false if the EP
  * is not UD. */
 bool sd_ud_get_stats(struct sd_ep *ep, struct emu_ud_stats *out);
+/* dat_ep_get_status / dat_ep_recv_query of a UD EP: sends not yet taken
+ * by the kernel, receives posted. false if the EP has no UD transport. */
+bool sd_ud_queue_counts(struct sd_ep *ep, uint32_t *send_queued, uint32_t *recv_posted);
 /* The UD EP's QPN (its UDP port); 0 if not UD. */
 uint32_t sd_ud_qpn(struct sd_ep *ep);
 

@@ -136,7 +136,16 @@ START_TEST(exchange_send_recv_both_ways)
     ck_assert_uint_eq(x.sah.qpn, sd_ud_qpn((struct sd_ep *)cep));
 
     DAT_LMR_TRIPLET r = rp_tri(S.lc, S.buf, 40 + 100);
+    DAT_BOOLEAN ri, qi;
+    ck_assert_dat_ok(S.p->ep_get_status_func(sep, NULL, &ri, &qi));
+    ck_assert_int_eq(ri, DAT_TRUE);
     ck_assert_dat_ok(S.p->ep_post_recv_func(sep, 1, &r, rp_ck(11), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_COUNT nb = 0, span = 0;
+    ck_assert_dat_ok(S.p->ep_recv_query_func(sep, &nb, &span));
+    ck_assert_int_eq(nb, 1);
+    ck_assert_dat_ok(S.p->ep_get_status_func(sep, NULL, &ri, &qi));
+    ck_assert_int_eq(ri, DAT_FALSE);
+    ck_assert_int_eq(qi, DAT_TRUE);
     memcpy(C.buf + 1000, "a datagram", 10);
     DAT_LMR_TRIPLET l = rp_tri(C.lc, C.buf + 1000, 10);
     ck_assert_dat_ok(send_ud(cep, 1, &l, &x.cah, 22, DAT_COMPLETION_DEFAULT_FLAG));
