@@ -49,6 +49,7 @@
 #include "lib/provider/pz.h"
 
 static const uint8_t ud_magic[4] = {'S', 'D', 'U', 'D'};
+#define UD_MIN_SQ 64
 #define UD_PDATA_VERSION 1
 
 struct sd_ud_ah {
@@ -243,7 +244,13 @@ DAT_RETURN sd_ud_ep_init(struct sd_ep *ep)
     if (u == NULL)
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
     const DAT_EP_ATTR *a = &ep->attr;
-    uint32_t nsq = clamp_u32(a->max_request_dtos, 1, SD_MAX_DTO_PER_EP);
+    /* A suppressed successful send keeps its slot until a later completion
+     * (ep_dto.h). An HCA's send queue is rounded up with spare entries, and
+     * deployed programs lean on that: dtestx -U 16 -m posts 22 suppressed
+     * datagrams on an EP of 10. Queue depths may exceed the request (L5580),
+     * so a UD send ring has at least UD_MIN_SQ slots. */
+    uint32_t nsq = clamp_u32(a->max_request_dtos < UD_MIN_SQ ? UD_MIN_SQ : a->max_request_dtos, 1,
+                             SD_MAX_DTO_PER_EP);
     uint32_t nrq = clamp_u32(a->max_recv_dtos, 1, SD_MAX_DTO_PER_EP);
     DAT_COUNT sge = a->max_request_iov > a->max_recv_iov ? a->max_request_iov : a->max_recv_iov;
     pthread_mutex_init(&u->lock, NULL);
@@ -447,6 +454,8 @@ static DAT_RETURN post_send_ud(DAT_HANDLE handle, DAT_COUNT n, DAT_LMR_TRIPLET *
     struct sd_dto_ring *r = &ep->ud->sq;
     uint32_t idx = sd_dto_ring_get(r, SD_DTO_SEND, flags, cookie, total);
     if (idx == SD_DTO_NONE) {
+        SD_DBG("ud", "ep %p: request queue full (%u outstanding, %u held by suppressed successes)", (void *)ep,
+               sd_dto_ring_outstanding(r), sd_dto_ring_held(r));
         rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
         goto out;
     }

@@ -3,7 +3,7 @@
 # and under Debian's:
 #  - RC over loopback: RDMA write with immediate data, compare-and-swap,
 #    fetch-and-add ("immed/atomic test PASSED");
-#  - unreliable datagrams (-u, -U 1, -U 4, -U 16, -U 4 -m) over loopback
+#  - unreliable datagrams (-u, -U 1, -U 4, -U 16, -u -m, -U 16 -m) over loopback
 #    and between two network namespaces joined by a veth pair
 #    (test/e2e/lib/netns.sh): UD address exchange, datagrams both ways,
 #    ud_cm_free / ud_ah_free ("UD test PASSED"). In UD mode both sides
@@ -79,7 +79,7 @@ ud_ns_case() {
     judge "$reg" "UD $args, two network namespaces" 'UD test PASSED'
 }
 
-UD_MODES=("-u" "-U 1" "-U 4" "-U 16" "-U 4 -m")
+UD_MODES=("-u" "-U 1" "-U 4" "-U 16" "-u -m" "-U 16 -m")
 for reg in $(il_registries); do
     case_ "$reg" "RC: write-immediate, cmp-and-swap, fetch-and-add" ""
     for m in "${UD_MODES[@]}"; do ud_case "$reg" "$m"; done

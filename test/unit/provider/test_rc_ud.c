@@ -332,6 +332,29 @@ START_TEST(free_during_exchange_and_pdata_limit)
 }
 END_TEST
 
+START_TEST(suppressed_sends_have_hca_slack)
+{
+    /* 2 request slots asked for; suppressed successes keep theirs, but a
+     * UD send queue has HCA-like spare room (dtestx -U 16 -m needs it). */
+    DAT_EP_ATTR a;
+    ud_attr(&a);
+    a.max_request_dtos = 2;
+    a.request_completion_flags = DAT_COMPLETION_SUPPRESS_FLAG;
+    DAT_EP_HANDLE cep = rp_ep(&C, &a), sep = ud_ep(&S);
+    struct xchg x = exchange(cep, sep);
+    DAT_LMR_TRIPLET l = rp_tri(C.lc, C.buf, 8);
+    for (int i = 0; i < 40; i++)
+        ck_assert_dat_ok(send_ud(cep, 1, &l, &x.cah, (uint64_t)i, DAT_COMPLETION_SUPPRESS_FLAG));
+    rp_none(&C, C.req, 50000); /* suppressed: no events */
+    int i = 0;
+    DAT_RETURN rc = DAT_SUCCESS;
+    for (; i < 1000 && rc == DAT_SUCCESS; i++)
+        rc = send_ud(cep, 1, &l, &x.cah, 100, DAT_COMPLETION_SUPPRESS_FLAG);
+    ck_assert_dat_err(rc, DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP); /* still bounded */
+    ck_assert_dat_ok(C.p->ep_free_func(cep));
+}
+END_TEST
+
 static Suite *ud_suite(void)
 {
     Suite *s = suite_create("provider_ud");
@@ -343,6 +366,7 @@ static Suite *ud_suite(void)
     tcase_add_test(tc, drops_counted_and_length_error);
     tcase_add_test(tc, no_listener_is_connect_error);
     tcase_add_test(tc, free_during_exchange_and_pdata_limit);
+    tcase_add_test(tc, suppressed_sends_have_hca_slack);
     suite_add_tcase(s, tc);
     return s;
 }
