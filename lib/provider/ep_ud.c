@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/engine.h"
 #include "emu/log.h"
 #include "lib/provider/cr.h"
 #include "lib/provider/ep_dto.h"
@@ -50,6 +51,13 @@
 
 static const uint8_t ud_magic[4] = {'S', 'D', 'U', 'D'};
 #define UD_MIN_SQ 64
+/* How long a UD exchange keeps retrying a refused connect (nobody listens
+ * on the port yet), on top of emu's own 250 ms: Debian's dtestx -u starts
+ * both sides' connects right after its side channel, before the peer's
+ * dat_psp_create, and on a loaded machine the PSP can come seconds later;
+ * one refused exchange leaves the peer waiting for ever. Bounded by the
+ * consumer's timeout; SOFTDAT_CONNECT_RETRY_MS=0 turns it off. */
+#define UD_REFUSED_RETRY_US 10000000u
 #define UD_PDATA_VERSION 1
 
 struct sd_ud_ah {
@@ -72,6 +80,13 @@ struct sd_ud_cm {
     /* private data shown with the outcome event (lives as long as this) */
     uint16_t pdata_len;
     uint8_t pdata[EMU_CONN_PDATA_RX_MAX];
+    /* active: what a retry after a refused connect needs */
+    struct sockaddr_storage to, from;
+    socklen_t to_len, from_len;
+    struct emu_conn_params prm;
+    uint64_t retry_until_us;       /* 0: no retry */
+    uint16_t req_len;
+    uint8_t req[SD_UD_PDATA_HDR + SD_MAX_PRIVATE_DATA];
 };
 
 struct sd_ep_ud {
@@ -658,6 +673,41 @@ static void cm_finish(struct sd_ud_cm *cm, struct emu_conn *c)
         emu_conn_free(c);
 }
 
+static const struct emu_conn_ops ud_conn_ops;
+
+/* A refused active exchange within its retry window: connect again (a
+ * fresh emu_conn; emu retries its own refusals for 250 ms each time) and
+ * let the old one go. true if a new attempt is under way. Engine thread,
+ * from the old connection's callback. */
+static bool cm_retry(struct sd_ud_cm *cm, struct emu_conn *c)
+{
+    if (!cm->active || cm->retry_until_us == 0 || emu_now_us() >= cm->retry_until_us)
+        return false;
+    struct sd_ep *ep = cm->ep;
+    struct sd_ep_ud *u = ep->ud;
+    struct sd_ia *ia = ep->h.ia;
+    struct emu_conn_params prm = cm->prm;
+    if (prm.timeout_us != 0 && prm.timeout_us != EMU_TIMEOUT_INFINITE)
+        prm.timeout_us = cm->retry_until_us - emu_now_us();
+    bool again = false;
+    pthread_mutex_lock(&u->lock);
+    if (cm->conn == c && !atomic_load(&u->dying) && ia->engine != NULL) {
+        struct emu_conn *nc = NULL;
+        if (emu_conn_connect(ia->engine, (const struct sockaddr *)&cm->to, cm->to_len,
+                             cm->from_len ? (const struct sockaddr *)&cm->from : NULL, cm->from_len, &prm, cm->req,
+                             cm->req_len, &ud_conn_ops, cm, &nc) == 0) {
+            cm->conn = nc;
+            again = true;
+        }
+    }
+    pthread_mutex_unlock(&u->lock);
+    if (again) {
+        SD_DBG("ud", "ep %p: UD exchange refused; connecting again", (void *)ep);
+        emu_conn_free(c);
+    }
+    return again;
+}
+
 static void ud_conn_event(struct emu_conn *c, const struct emu_conn_event *ev, void *ctx)
 {
     struct sd_ud_cm *cm = ctx;
@@ -693,6 +743,8 @@ static void ud_conn_event(struct emu_conn *c, const struct emu_conn_event *ev, v
         else
             post_ud_conn_event(ep, cm, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED,
                                cm->active ? DAT_IB_UD_REMOTE_AH : DAT_IB_UD_PASSIVE_REMOTE_AH, ah, &ip, qpn, qkey);
+    } else if (ev->type == EMU_CONN_NON_PEER_REJECTED && ev->err == ECONNREFUSED && cm_retry(cm, c)) {
+        return; /* connecting again: no outcome yet */
     } else if (ev->type == EMU_CONN_PEER_REJECTED) {
         store_pdata(cm, ev->pdata, ev->pdata_len);
         post_ud_conn_event(ep, cm, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REJECT_EVENT, DAT_IB_UD_CONNECT_REJECT,
@@ -747,17 +799,29 @@ DAT_RETURN sd_ud_connect(struct sd_ep *ep, const struct sockaddr *peer, socklen_
         pthread_mutex_unlock(&ep->cm_lock);
         return rc;
     }
-    uint8_t buf[SD_UD_PDATA_HDR + SD_MAX_PRIVATE_DATA];
-    uint16_t len = build_pdata(buf, ep, pdata, pdata_size);
-    struct emu_conn_params prm;
-    sd_ep_conn_params(ep, &prm, timeout_us);
-    prm.ird = prm.ord = 0; /* no RDMA on this connection */
+    cm->req_len = build_pdata(cm->req, ep, pdata, pdata_size);
+    sd_ep_conn_params(ep, &cm->prm, timeout_us);
+    cm->prm.ird = cm->prm.ord = 0; /* no RDMA on this connection */
+    memcpy(&cm->to, peer, plen);
+    cm->to_len = plen;
+    if (local != NULL) {
+        memcpy(&cm->from, local, llen);
+        cm->from_len = llen;
+    }
+    const char *env = getenv("SOFTDAT_CONNECT_RETRY_MS");
+    if (env == NULL || strcmp(env, "0") != 0) {
+        uint64_t window = UD_REFUSED_RETRY_US;
+        if (timeout_us != 0 && timeout_us != EMU_TIMEOUT_INFINITE && timeout_us < window)
+            window = timeout_us;
+        cm->retry_until_us = emu_now_us() + window;
+    }
     struct sd_ep_ud *u = ep->ud;
     struct emu_conn *c = NULL;
     /* Under u->lock until cm->conn is set: the outcome may arrive on the
      * engine the moment connect returns. */
     pthread_mutex_lock(&u->lock);
-    int r = emu_conn_connect(ep->h.ia->engine, peer, plen, local, llen, &prm, buf, len, &ud_conn_ops, cm, &c);
+    int r = emu_conn_connect(ep->h.ia->engine, peer, plen, local, llen, &cm->prm, cm->req, cm->req_len, &ud_conn_ops,
+                             cm, &c);
     if (r == 0) {
         cm->conn = c;
         cm->next = u->cms;

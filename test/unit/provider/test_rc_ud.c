@@ -4,6 +4,7 @@
  * source AH), the length refusal, drops counted, the misuse errors, reject
  * and no-listener outcomes, ud_cm_free / ud_ah_free. */
 #include <check.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -297,6 +298,7 @@ END_TEST
 
 START_TEST(no_listener_is_connect_error)
 {
+    setenv("SOFTDAT_CONNECT_RETRY_MS", "0", 1); /* the first refusal is final */
     DAT_EP_HANDLE cep = ud_ep(&C);
     ck_assert_dat_ok(C.p->psp_free_func(PSP)); /* port now unused */
     PSP = DAT_HANDLE_NULL;
@@ -306,6 +308,24 @@ START_TEST(no_listener_is_connect_error)
     ck_assert_int_eq(rp_state(&C, cep), DAT_EP_STATE_UNCONNECTED);
     /* the CM object of a failed exchange is released the same way */
     ck_assert_dat_ok(ext(cep, DAT_IB_UD_CM_FREE_OP, xd(&ev)->context));
+}
+END_TEST
+
+START_TEST(refused_exchange_retries_until_listening)
+{
+    /* dtestx -u connects before the peer's PSP exists; on a loaded host the
+     * PSP may come well after emu's 250 ms of refused-connect retries. */
+    DAT_EP_HANDLE cep = ud_ep(&C), sep = ud_ep(&S);
+    ck_assert_dat_ok(S.p->psp_free_func(PSP));
+    connect_to(cep, PORT, "late");
+    usleep(800000);
+    rp_none(&C, C.conn, 1000); /* no outcome yet */
+    ck_assert_dat_ok(S.p->psp_create_func(S.ia, PORT, S.cr, DAT_PSP_CONSUMER_FLAG, &PSP));
+    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
+    ck_assert_dat_ok(S.p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
+    ev = rp_wait(&C, C.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+    ck_assert_int_eq(xd(&ev)->type, DAT_IB_UD_REMOTE_AH);
+    rp_wait(&S, S.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
 }
 END_TEST
 
@@ -367,6 +387,7 @@ static Suite *ud_suite(void)
     tcase_add_test(tc, no_listener_is_connect_error);
     tcase_add_test(tc, free_during_exchange_and_pdata_limit);
     tcase_add_test(tc, suppressed_sends_have_hca_slack);
+    tcase_add_test(tc, refused_exchange_retries_until_listening);
     suite_add_tcase(s, tc);
     return s;
 }
