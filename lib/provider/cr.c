@@ -292,8 +292,16 @@ static DAT_RETURN sd_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL qual)
      * target as if directly from the initiator (L1147-1152): a new CR and
      * event there, or, if its EVD is full, a non-peer reject. */
     rc = sd_handle_destroy(&cr->h, DAT_INVALID_HANDLE_CR);
-    sd_sp_deliver(target, c, cr->pdata, (uint16_t)cr->pdata_len, (const struct sockaddr *)&cr->remote,
-                  cr->remote_len, cr->peer_ird, cr->peer_ord);
+    /* A UD request travels on with its UD header (ep_ud.c). */
+    uint8_t ud_pd[EMU_CONN_PDATA_RX_MAX + SD_UD_PDATA_HDR];
+    const void *pd = cr->pdata;
+    uint16_t pd_len = (uint16_t)cr->pdata_len;
+    if (cr->ud) {
+        pd_len = sd_ud_request_pdata(cr, ud_pd, sizeof ud_pd);
+        pd = ud_pd;
+    }
+    sd_sp_deliver(target, c, pd, pd_len, (const struct sockaddr *)&cr->remote, cr->remote_len, cr->peer_ird,
+                  cr->peer_ord);
 out:
     if (target != NULL)
         sd_handle_put(&target->h);

@@ -840,6 +840,20 @@ DAT_RETURN sd_ud_connect(struct sd_ep *ep, const struct sockaddr *peer, socklen_
     }
 }
 
+uint16_t sd_ud_request_pdata(const struct sd_cr *cr, uint8_t *out, size_t cap)
+{
+    size_t n = (size_t)cr->pdata_len;
+    if (n > cap - SD_UD_PDATA_HDR)
+        n = cap - SD_UD_PDATA_HDR;
+    memset(out, 0, SD_UD_PDATA_HDR);
+    memcpy(out, ud_magic, sizeof ud_magic);
+    out[4] = UD_PDATA_VERSION;
+    put_be32(out + 8, cr->ud_qpn);
+    put_be32(out + 12, cr->ud_qkey);
+    memcpy(out + SD_UD_PDATA_HDR, cr->pdata, n);
+    return (uint16_t)(SD_UD_PDATA_HDR + n);
+}
+
 /* The IB extension's usage model (§2.3) has the server wait for
  * DAT_IB_UD_CONNECTION_REQUEST_EVENT; dtestx takes either event. */
 void sd_ud_request_event(const struct sd_cr *cr, DAT_EVENT *ev)

@@ -48,6 +48,9 @@ uint16_t sd_ud_parse_request(const void *pdata, uint16_t len, uint32_t *qpn, uin
  * DAT_IB_UD_CONNECTION_REQUEST_EVENT (type DAT_IB_UD_CONNECT_REQUEST, the
  * initiator's address in remote_ah). */
 void sd_ud_request_event(const struct sd_cr *cr, DAT_EVENT *ev);
+/* cr.c hook (dat_cr_handoff): a UD CR's private data with the UD header
+ * put back in front, into out (cap bytes); returns its length. */
+uint16_t sd_ud_request_pdata(const struct sd_cr *cr, uint8_t *out, size_t cap);
 /* cr.c hook: dat_cr_accept where the CR or the EP is UD. */
 DAT_RETURN sd_ud_accept(struct sd_cr *cr, struct sd_ep *ep, DAT_COUNT pdata_size, const void *pdata);
 

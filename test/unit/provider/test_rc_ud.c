@@ -329,6 +329,28 @@ START_TEST(refused_exchange_retries_until_listening)
 }
 END_TEST
 
+START_TEST(handoff_keeps_it_ud)
+{
+    DAT_EP_HANDLE cep = ud_ep(&C), sep = ud_ep(&S);
+    DAT_PSP_HANDLE psp2;
+    DAT_CONN_QUAL port2;
+    ck_assert_dat_ok(S.p->psp_create_any_func(S.ia, &port2, S.cr, DAT_PSP_CONSUMER_FLAG, &psp2));
+    connect_to(cep, PORT, "handed");
+    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
+    ck_assert_dat_ok(S.p->cr_handoff_func(ev.event_data.cr_arrival_event_data.cr_handle, port2));
+    ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
+    ck_assert_int_eq(ev.event_data.cr_arrival_event_data.conn_qual, port2);
+    DAT_CR_PARAM cp;
+    ck_assert_dat_ok(S.p->cr_query_func(ev.event_data.cr_arrival_event_data.cr_handle, DAT_CR_FIELD_ALL, &cp));
+    ck_assert_int_eq(cp.private_data_size, 6);
+    ck_assert_mem_eq(cp.private_data, "handed", 6);
+    ck_assert_dat_ok(S.p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
+    ev = rp_wait(&C, C.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+    ck_assert_uint_eq(xd(&ev)->remote_ah.qpn, sd_ud_qpn((struct sd_ep *)sep));
+    rp_wait(&S, S.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+}
+END_TEST
+
 START_TEST(free_during_exchange_and_pdata_limit)
 {
     DAT_EP_HANDLE cep = ud_ep(&C);
@@ -388,6 +410,7 @@ static Suite *ud_suite(void)
     tcase_add_test(tc, free_during_exchange_and_pdata_limit);
     tcase_add_test(tc, suppressed_sends_have_hca_slack);
     tcase_add_test(tc, refused_exchange_retries_until_listening);
+    tcase_add_test(tc, handoff_keeps_it_ud);
     suite_add_tcase(s, tc);
     return s;
 }
