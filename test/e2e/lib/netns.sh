@@ -15,7 +15,7 @@
 # Returns 1 (with NS_WHY set) when namespaces or veth are not available.
 # ns_exec CMD...: runs CMD inside B.
 NS_A=192.0.2.1 NS_B=192.0.2.2
-NS_PID= NS_WHY=
+NS_PID='' NS_WHY=''
 
 ns_setup() {
     if [ "$IL_NETNS" != private ]; then
@@ -38,7 +38,9 @@ ns_setup() {
         ! ip link set sdveth-b netns "$NS_PID" 2>>"$IL_TMP/veth.err"; then
         NS_WHY="cannot create a veth pair: $(head -1 "$IL_TMP/veth.err")"; return 1
     fi
-    ip addr add "$NS_A/24" dev sdveth-a && ip link set sdveth-a up || { NS_WHY="veth A setup"; return 1; }
+    if ! ip addr add "$NS_A/24" dev sdveth-a || ! ip link set sdveth-a up; then
+        NS_WHY="veth A setup"; return 1
+    fi
     nsenter -t "$NS_PID" -n sh -c "ip link set lo up && ip addr add $NS_B/24 dev sdveth-b && ip link set sdveth-b up" ||
         { NS_WHY="veth B setup"; return 1; }
     NS_CONF=$IL_TMP/netns-dat.conf
