@@ -28,6 +28,7 @@
 
 #include "emu/log.h"
 #include "lib/provider/ep.h"
+#include "lib/provider/ep_ud.h"
 #include "lib/provider/ia.h"
 #include "lib/provider/psp.h"
 
@@ -162,6 +163,10 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
     } else {
         ep = crep;
     }
+    if (cr->ud || sd_ep_is_ud(ep)) { /* an address exchange (ep_ud.c) */
+        rc = sd_ud_accept(cr, ep, pdata_size, pdata);
+        goto out;
+    }
 
     pthread_mutex_lock(&ep->cm_lock);
     pthread_mutex_lock(&ep->lock);
@@ -287,8 +292,16 @@ static DAT_RETURN sd_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL qual)
      * target as if directly from the initiator (L1147-1152): a new CR and
      * event there, or, if its EVD is full, a non-peer reject. */
     rc = sd_handle_destroy(&cr->h, DAT_INVALID_HANDLE_CR);
-    sd_sp_deliver(target, c, cr->pdata, (uint16_t)cr->pdata_len, (const struct sockaddr *)&cr->remote,
-                  cr->remote_len, cr->peer_ird, cr->peer_ord);
+    /* A UD request travels on with its UD header (ep_ud.c). */
+    uint8_t ud_pd[EMU_CONN_PDATA_RX_MAX + SD_UD_PDATA_HDR];
+    const void *pd = cr->pdata;
+    uint16_t pd_len = (uint16_t)cr->pdata_len;
+    if (cr->ud) {
+        pd_len = sd_ud_request_pdata(cr, ud_pd, sizeof ud_pd);
+        pd = ud_pd;
+    }
+    sd_sp_deliver(target, c, pd, pd_len, (const struct sockaddr *)&cr->remote, cr->remote_len, cr->peer_ird,
+                  cr->peer_ord);
 out:
     if (target != NULL)
         sd_handle_put(&target->h);

@@ -23,6 +23,8 @@ struct sd_cr {
     socklen_t remote_len;
     DAT_PORT_QUAL remote_port;
     uint16_t peer_ird, peer_ord;
+    bool ud;                      /* a UD address exchange (ep_ud.c): the initiator's */
+    uint32_t ud_qpn, ud_qkey;     /* UD QPN and Q_Key */
     DAT_COUNT pdata_len;
     /* The consumer may rewrite this in place (dtest does) and hand it back
      * to dat_cr_accept: it lives as long as the CR. */

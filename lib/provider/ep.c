@@ -8,6 +8,7 @@
  * request_evd with max_request_dtos > 0). The spec's strict reading (any
  * NULL EVD) would refuse consumers that never post on a stream. */
 #include "lib/provider/ep.h"
+#include "lib/provider/ep_ud.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -60,9 +61,8 @@ static DAT_RETURN check_attr(const DAT_EP_ATTR *a, DAT_EP_PARAM_MASK m, DAT_UINT
 {
     const DAT_RETURN bad = SD_RET(DAT_INVALID_PARAMETER, arg);
     if (m & DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE) {
-        if (a->service_type == DAT_SERVICE_TYPE_EXTENSION_BASE)
-            return SD_RET(DAT_MODEL_NOT_SUPPORTED, 0); /* IB UD: not yet */
-        if (a->service_type != DAT_SERVICE_TYPE_RC)
+        /* DAT_SERVICE_TYPE_EXTENSION_BASE is DAT_IB_SERVICE_TYPE_UD (ep_ud.c). */
+        if (a->service_type != DAT_SERVICE_TYPE_RC && a->service_type != DAT_SERVICE_TYPE_EXTENSION_BASE)
             return bad;
     }
     if ((m & DAT_EP_FIELD_EP_ATTR_MAX_MESSAGE_SIZE) && a->max_message_size > SD_MAX_MESSAGE_SIZE)
@@ -501,6 +501,10 @@ static DAT_RETURN sd_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE p
                                                             DAT_EP_FIELD_EP_ATTR_SRQ_SOFT_HW);
     if ((rc = check_attr(attr, m, DAT_INVALID_ARG7)) != DAT_SUCCESS)
         goto out;
+    if (attr->service_type == DAT_SERVICE_TYPE_EXTENSION_BASE) { /* UD receives are the EP's own (ep_ud.c) */
+        rc = SD_RET(DAT_MODEL_NOT_SUPPORTED, 0);
+        goto out;
+    }
     SD_DBG("ep", "create_with_srq: max_recv_dtos %d srq_soft_hw %d", attr->max_recv_dtos, attr->srq_soft_hw);
     if ((attr->srq_soft_hw < 0 && attr->srq_soft_hw != DAT_HW_DEFAULT) ||
         (attr->max_recv_dtos < 0 && attr->max_recv_dtos != DAT_HW_DEFAULT)) {
@@ -662,6 +666,12 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
     }
     if ((rc = check_attr(&p->ep_attr, mask, DAT_INVALID_ARG3)) != DAT_SUCCESS)
         goto out;
+    /* RC and UD EPs have different transports (emu_qp / emu_ud): the type
+     * is chosen at create, not switched. */
+    if ((mask & DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE) && p->ep_attr.service_type != ep->attr.service_type) {
+        rc = SD_RET(DAT_MODEL_NOT_SUPPORTED, 0);
+        goto out;
+    }
     /* An SRQ EP's receive queue is the SRQ's (spec L6316). */
     if ((mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) && ep->srq != NULL) {
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
@@ -815,11 +825,15 @@ static DAT_RETURN sd_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *state,
     DAT_EP_STATE s = ep->state;
     pthread_mutex_unlock(&ep->lock);
     bool ri = true, qi = true;
+    uint32_t uq, ur;
     if (ep->qp != NULL) {
         struct emu_qp_stats st;
         emu_qp_get_stats(ep->qp, &st);
         ri = st.recv_posted == 0;
         qi = st.send_outstanding == 0;
+    } else if (sd_ud_queue_counts(ep, &uq, &ur)) {
+        ri = ur == 0;
+        qi = uq == 0;
     }
     if (state != NULL)
         *state = s;
@@ -928,6 +942,10 @@ static DAT_RETURN sd_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs, DA
         struct emu_qp_stats st;
         emu_qp_get_stats(ep->qp, &st);
         n = (DAT_COUNT)st.recv_posted;
+    } else {
+        uint32_t uq, ur;
+        if (sd_ud_queue_counts(ep, &uq, &ur))
+            n = (DAT_COUNT)ur;
     }
     pthread_mutex_unlock(&ep->cm_lock);
     if (nbufs != NULL)

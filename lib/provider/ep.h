@@ -24,6 +24,7 @@ struct sd_pz;
 struct sd_evd;
 struct sd_srq;
 struct sd_cr;
+struct sd_ep_ud;
 
 struct sd_ep {
     struct sd_handle h;
@@ -64,6 +65,9 @@ struct sd_ep {
     /* Work-request rings (cookie slots, SUPPRESS accounting, deferred
      * flushes), lib/provider/ep_dto.h. Allocated by sd_ep_dto_init. */
     struct sd_ep_dto *dto;
+
+    /* ---- unreliable datagrams (ep_ud.c): UD EPs only, instead of qp/dto ---- */
+    struct sd_ep_ud *ud;
 };
 
 static inline DAT_RETURN sd_ep_get(DAT_EP_HANDLE raw, struct sd_ep **out)

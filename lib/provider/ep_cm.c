@@ -39,6 +39,7 @@
 #include "emu/log.h"
 #include "lib/provider/cr.h"
 #include "lib/provider/csp.h"
+#include "lib/provider/ep_ud.h"
 #include "lib/provider/evd.h"
 #include "lib/provider/ia.h"
 #include "lib/provider/progress.h"
@@ -255,6 +256,10 @@ static DAT_RETURN connect_common(struct sd_ep *ep, const struct sockaddr *remote
         local = (const struct sockaddr *)&la;
         llen = ia->addr_len;
     }
+    if (sd_ep_is_ud(ep)) /* an address exchange, not a connection (ep_ud.c) */
+        return sd_ud_connect(ep, (const struct sockaddr *)&peer, plen, local, llen,
+                             timeout == DAT_TIMEOUT_INFINITE ? EMU_TIMEOUT_INFINITE : (uint64_t)timeout,
+                             pdata_size, pdata);
 
     pthread_mutex_lock(&ep->cm_lock);
     pthread_mutex_lock(&ep->lock);
@@ -424,6 +429,11 @@ static DAT_RETURN sd_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flag
     if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG) {
         sd_handle_put(&ep->h);
         return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    }
+    if (sd_ep_is_ud(ep)) {
+        rc = sd_ud_disconnect(ep, flags);
+        sd_handle_put(&ep->h);
+        return rc;
     }
     bool graceful = flags == DAT_CLOSE_GRACEFUL_FLAG;
     pthread_mutex_lock(&ep->cm_lock);

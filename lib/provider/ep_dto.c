@@ -35,6 +35,7 @@
 #include "emu/mem.h"
 #include "lib/provider/ep.h"
 #include "lib/provider/ep_dto.h"
+#include "lib/provider/ep_ud.h"
 #include "lib/provider/evd.h"
 #include "lib/provider/ia.h"
 #include "lib/provider/lmr.h"
@@ -348,6 +349,8 @@ static uint32_t clamp_u32(DAT_COUNT v, uint32_t lo, uint32_t hi)
 
 DAT_RETURN sd_ep_dto_init(struct sd_ep *ep)
 {
+    if (sd_ep_is_ud(ep))
+        return sd_ud_ep_init(ep);
     if (ep->qp != NULL || ep->dto != NULL)
         sd_ep_dto_fini(ep);
     struct sd_ia *ia = ep->h.ia;
@@ -418,6 +421,7 @@ static void drain_deferred(struct sd_ep *ep, bool recv)
 
 void sd_ep_dto_fini(struct sd_ep *ep)
 {
+    sd_ud_ep_fini(ep);
     struct sd_ep_dto *d = ep->dto;
     if (d != NULL)
         atomic_store(&d->dying, true); /* the EP's streams die with it (L6032) */
@@ -519,7 +523,9 @@ static DAT_RETURN begin_request(DAT_EP_HANDLE h, struct sd_ep **out, struct ep_s
     if (rc != DAT_SUCCESS)
         return rc;
     snap(ep, sn);
-    if (!is_connected(sn->state) && sn->state != DAT_EP_STATE_DISCONNECTED)
+    if (sd_ep_is_ud(ep)) /* datagrams only: dat_ib_post_send_ud (ep_ud.c) */
+        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    else if (!is_connected(sn->state) && sn->state != DAT_EP_STATE_DISCONNECTED)
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(sn->state));
     else if (ep->qp == NULL || ep->dto == NULL || sn->pz == NULL)
         rc = SD_RET(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
@@ -601,6 +607,11 @@ static DAT_RETURN sd_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_
     DAT_RETURN rc = sd_ep_get(ep_handle, &ep);
     if (rc != DAT_SUCCESS)
         return rc;
+    if (sd_ep_is_ud(ep)) {
+        rc = sd_ud_post_recv(ep, n, iov, cookie, flags);
+        sd_handle_put(&ep->h);
+        return rc;
+    }
     struct ep_snap sn;
     snap(ep, &sn);
     struct emu_sge sge[EMU_QP_MAX_SGE];
@@ -858,6 +869,11 @@ static DAT_RETURN sd_handle_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va
         rc = do_atomic(handle, true, cmp, swp, l, c, r, f);
         break;
     }
+    case DAT_IB_UD_SEND_OP:
+    case DAT_IB_UD_CM_FREE_OP:
+    case DAT_IB_UD_AH_FREE_OP:
+        rc = sd_ud_extop(handle, (int)op, ap);
+        break;
     default: {
         struct sd_handle *h;
         rc = sd_handle_get(handle, SD_HTYPE_ANY, DAT_INVALID_HANDLE1, &h);

@@ -18,6 +18,9 @@ static DAT_NAMED_ATTR provider_specific[] = {
     {"DAT_IB_CMP_AND_SWAP", "TRUE"},
     {"DAT_IB_FETCH_AND_ADD", "TRUE"},
     {"DAT_IB_TRANSPORT_MTU", "32768"},
+    /* Unreliable datagrams over UDP (ep_ud.c, emu/ud.c); UD MTU = the
+     * transport MTU above. */
+    {"DAT_IB_UD", "TRUE"},
 };
 _Static_assert(SD_TRANSPORT_MTU == 32768, "DAT_IB_TRANSPORT_MTU string must match limits.h");
 

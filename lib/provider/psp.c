@@ -5,6 +5,7 @@
  * A conn qual names a TCP port (its low 16 bits, sd_conn_qual_ok) on the IA's address. Binding it is the
  * in-use check: a second SP on the same port of the same address (in this
  * process or another) gets DAT_CONN_QUAL_IN_USE (a CSP: DAT_PORT_IN_USE). */
+#include "lib/provider/ep_ud.h"
 #include "lib/provider/psp.h"
 
 #include <errno.h>
@@ -158,11 +159,19 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
         prov = true;
     }
 
-    struct sd_cr *cr = sd_cr_new(ia, conn, qual, pdata, pdata_len, peer, peer_len, peer_ird, peer_ord);
+    /* A UD address exchange carries the initiator's UD address in front
+     * of the consumer's private data (ep_ud.c); the CR shows the rest. */
+    uint32_t ud_qpn = 0, ud_qkey = 0;
+    uint16_t ud_skip = sd_ud_parse_request(pdata, pdata_len, &ud_qpn, &ud_qkey);
+    struct sd_cr *cr = sd_cr_new(ia, conn, qual, ud_skip ? (const uint8_t *)pdata + ud_skip : pdata,
+                                 (uint16_t)(pdata_len - ud_skip), peer, peer_len, peer_ird, peer_ord);
     if (cr == NULL) {
         emu_conn_free(conn);
         goto undo_ep;
     }
+    cr->ud = ud_skip > 0;
+    cr->ud_qpn = ud_qpn;
+    cr->ud_qkey = ud_qkey;
     cr->ep = ep;
     cr->ep_is_provider = prov || rsp_prov;
     if (sd_handle_publish(&cr->h) != DAT_SUCCESS) {
@@ -186,6 +195,8 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
     d->conn_qual = qual;
     d->cr_handle = (DAT_CR_HANDLE)cr;
     d->truncate_flag = DAT_FALSE;
+    if (cr->ud)
+        sd_ud_request_event(cr, &ev);
     if (sd_evd_post(evd, &ev, SD_EVQ_CR, 0) != DAT_SUCCESS) {
         /* The backlog is the EVD (L3961): full means a non-peer reject;
          * destroying the CR closes the request and undoes the EP. */

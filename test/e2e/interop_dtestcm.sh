@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Debian's dtestcm (connection setup rate: N connections set up, checked
 # with 48-byte private data both ways, torn down; no data transfer) against
-# softdat over loopback, under our libdat2 and under Debian's. The server
+# softdat over loopback, under our libdat2 and under Debian's, with RC
+# connections and (-u) IB UD address exchanges. The server
 # busy-polls dat_evd_dequeue on its CR EVD, so this also shows the engine
 # making progress while the consumer only dequeues. A run passes when both
 # sides exit 0 and report "ALL N CONNECTED". dtestcm uses the fixed
@@ -14,10 +15,10 @@ il_require_bin dtestcm
 
 SIDE=15828
 
-case_() { # reg n
-    local reg=$1 n=$2 tag=dtestcm-$1-$2
-    il_pair "$tag" "$reg" 120 $SIDE dtestcm "-P $IL_IA -s -c $n" "-P $IL_IA -h 127.0.0.1 -c $n"
-    local name="dtestcm -c $n, $reg libdat2"
+case_() { # reg n [extra args]
+    local reg=$1 n=$2 x=${3:-} tag=dtestcm-$1-$2${3:+-ud}
+    il_pair "$tag" "$reg" 120 $SIDE dtestcm "-P $IL_IA -s -c $n $x" "-P $IL_IA -h 127.0.0.1 -c $n $x"
+    local name="dtestcm${x:+ $x} -c $n, $reg libdat2"
     if [ "$IL_SRC" = 0 ] && [ "$IL_CRC" = 0 ] && grep -q "ALL $n CONNECTED on Client" "$IL_CLOG" &&
         grep -q "ALL $n CONNECTED on Server" "$IL_SLOG"; then
         il_ok "$name: $(grep -o 'CPS *[0-9.]*' "$IL_CLOG" | head -1) (${IL_SECS}s)"
@@ -30,5 +31,6 @@ case_() { # reg n
 for reg in $(il_registries); do
     case_ "$reg" 10
     case_ "$reg" 1000
+    case_ "$reg" 1000 -u # IB UD address exchanges (lib/provider/ep_ud.c)
 done
 il_finish

@@ -44,5 +44,7 @@ for reg in $(il_registries); do
     case_ "$reg" "SRQ, default message size (DAT_IB_TRANSPORT_MTU)" ""
     case_ "$reg" "-S 0 (no SRQ), 4 connections, burst 10" "-S 0 -c 4 -B 10"
     case_ "$reg" "-S 0 (no SRQ), -b 65536, 2 connections" "-S 0 -c 2 -B 4 -b 65536"
+    # IB UD without SRQ; UD EPs on an SRQ are DAT_MODEL_NOT_SUPPORTED (ep_ud.c)
+    case_ "$reg" "-u -S 0 (UD, no SRQ), 4 connections, burst 10" "-u -S 0 -c 4 -B 10"
 done
 il_finish

@@ -1,27 +1,34 @@
 #!/usr/bin/env bash
-# Debian's dtestx (DAT IB extensions over an RC connection: RDMA write with
-# immediate data, compare-and-swap, fetch-and-add) against softdat over
-# loopback, under our libdat2 and under Debian's. A run passes when both
-# sides exit 0, both print "immed/atomic test PASSED" and neither printed
-# an error. When the provider answers
-# DAT_NOT_IMPLEMENTED for the feature (and only then) the case is skipped.
+# Debian's dtestx (DAT IB extensions) against softdat, under our libdat2
+# and under Debian's:
+#  - RC over loopback: RDMA write with immediate data, compare-and-swap,
+#    fetch-and-add ("immed/atomic test PASSED");
+#  - unreliable datagrams (-u, -U 1, -U 4, -U 16, -u -m, -U 16 -m) over loopback
+#    and between two network namespaces joined by a veth pair
+#    (test/e2e/lib/netns.sh): UD address exchange, datagrams both ways,
+#    ud_cm_free / ud_ah_free ("UD test PASSED"). In UD mode both sides
+#    take -h (the peer's address) and the client -c.
+# A run passes when both sides exit 0, both print the PASSED line and
+# neither printed an error. When the provider answers DAT_NOT_IMPLEMENTED
+# for the feature (and only then) the case is skipped.
 # dtestx uses the fixed side-channel port 15828 and conn qual 31112.
 # Exit 0 pass, 77 skip (every case skipped), else fail.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=test/e2e/lib/interop.sh
 . "$here/lib/interop.sh"
+# shellcheck source=test/e2e/lib/netns.sh
+. "$here/lib/netns.sh"
 il_require_bin dtestx
 
 SIDE=15828
 BAD='[Ee]rror|ERR|returned DAT_|FAILED|unexpected|mismatch|[Ww]rong'
 
-case_() { # reg label "args"
-    local reg=$1 label=$2 args=$3 tag
-    tag=dtestx-$reg-$(echo "$label" | tr -c 'A-Za-z0-9' _)
-    il_pair "$tag" "$reg" 60 $SIDE dtestx "-P $IL_IA -s $args" "-P $IL_IA -h 127.0.0.1 $args"
+# judge REG LABEL WANT: the verdict on the pair just run (IL_* of il_pair).
+judge() {
+    local reg=$1 label=$2 want=$3
     local name="dtestx $label, $reg libdat2"
     if [ "$IL_SRC" = 0 ] && [ "$IL_CRC" = 0 ] && ! grep -Eq "$BAD" "$IL_SLOG" "$IL_CLOG" &&
-        grep -q 'immed/atomic test PASSED' "$IL_CLOG" && grep -q 'immed/atomic test PASSED' "$IL_SLOG"; then
+        grep -q "$want" "$IL_CLOG" && grep -q "$want" "$IL_SLOG"; then
         il_ok "$name (${IL_SECS}s)"
     elif il_not_implemented "$IL_SLOG" "$IL_CLOG"; then
         il_skip "$name: $(grep -ho '[A-Za-z_]*[a-z_]\+ *returned DAT_NOT_IMPLEMENTED\|[A-Za-z_ ]*DAT_NOT_IMPLEMENTED' "$IL_SLOG" "$IL_CLOG" |
@@ -34,7 +41,54 @@ case_() { # reg label "args"
     fi
 }
 
+case_() { # reg label "args"
+    local reg=$1 label=$2 args=$3 tag
+    tag=dtestx-$reg-$(echo "$label" | tr -c 'A-Za-z0-9' _)
+    il_pair "$tag" "$reg" 60 $SIDE dtestx "-P $IL_IA -s $args" "-P $IL_IA -h 127.0.0.1 $args"
+    judge "$reg" "$label" 'immed/atomic test PASSED'
+}
+
+ud_case() { # reg "args": UD over loopback
+    local reg=$1 args=$2 tag
+    tag=dtestx-$reg-ud$(echo "$args" | tr -c 'A-Za-z0-9' _)
+    il_pair "$tag" "$reg" 60 $SIDE dtestx "-P $IL_IA -s -h 127.0.0.1 $args" "-P $IL_IA -c -h 127.0.0.1 $args"
+    judge "$reg" "UD $args, loopback" 'UD test PASSED'
+}
+
+# ud_ns_case REG "ARGS": server in our namespace (softdat-nsa), client in
+# the child namespace (softdat-nsb), over the veth pair.
+ud_ns_case() {
+    local reg=$1 args=$2 tag t0=$SECONDS
+    tag=dtestx-$reg-ns-ud$(echo "$args" | tr -c 'A-Za-z0-9' _)
+    IL_SLOG=$IL_TMP/$tag.server.log IL_CLOG=$IL_TMP/$tag.client.log IL_SRC=- IL_CRC=-
+    # shellcheck disable=SC2086
+    IL_CONF=$NS_CONF il_start "$reg" 60 "$IL_SLOG" dtestx -P softdat-nsa -s -h "$NS_B" $args
+    local spid=$IL_PID
+    if il_wait_listen $SIDE "$spid" 20; then
+        # shellcheck disable=SC2086
+        IL_CONF=$NS_CONF il_cmd "$reg" 60 dtestx -P softdat-nsb -c -h "$NS_A" $args
+        ns_exec "${IL_CMD[@]}" >"$IL_CLOG" 2>&1 </dev/null
+        IL_CRC=$?
+        il_wait "$spid" 15
+        IL_SRC=$?
+    else
+        IL_SRC=not-listening
+        il_stop "$spid"
+    fi
+    IL_SECS=$((SECONDS - t0))
+    judge "$reg" "UD $args, two network namespaces" 'UD test PASSED'
+}
+
+UD_MODES=("-u" "-U 1" "-U 4" "-U 16" "-u -m" "-U 16 -m")
 for reg in $(il_registries); do
     case_ "$reg" "RC: write-immediate, cmp-and-swap, fetch-and-add" ""
+    for m in "${UD_MODES[@]}"; do ud_case "$reg" "$m"; done
 done
+if ns_setup; then
+    for reg in $(il_registries); do
+        for m in "${UD_MODES[@]}"; do ud_ns_case "$reg" "$m"; done
+    done
+else
+    il_skip "dtestx UD between network namespaces: $NS_WHY"
+fi
 il_finish

@@ -206,10 +206,12 @@ START_TEST(create_bad_parameters)
     }
 done:
     ck_assert_ptr_null(ep);
-    /* IB UD (the extension service type) is a model we do not offer. */
+    /* IB UD (the extension service type) makes a UD EP (test_rc_ud). */
     DAT_EP_ATTR ud = base;
     ud.service_type = DAT_SERVICE_TYPE_EXTENSION_BASE;
-    ck_assert_dat_err(p->ep_create_func(f.ia, f.pz, f.dto, f.dto, f.conn, &ud, &ep), DAT_MODEL_NOT_SUPPORTED, 0);
+    ck_assert_dat_ok(p->ep_create_func(f.ia, f.pz, f.dto, f.dto, f.conn, &ud, &ep));
+    ck_assert_dat_ok(p->ep_free_func(ep));
+    ep = DAT_HANDLE_NULL;
     /* Exactly the reported limits are accepted, and query shows them. */
     DAT_EP_ATTR max = base;
     max.max_message_size = ia.max_message_size;
@@ -708,6 +710,7 @@ attrs_done:;
     w.local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&other;
     ck_assert_dat_err(p->ep_modify_func(ep, DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR, &w), DAT_INVALID_PARAMETER,
                       DAT_INVALID_ARG3);
+    /* RC <-> UD is chosen at create, never switched. */
     w.ep_attr.service_type = DAT_SERVICE_TYPE_EXTENSION_BASE;
     ck_assert_dat_err(p->ep_modify_func(ep, DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE, &w), DAT_MODEL_NOT_SUPPORTED, 0);
     /* Nothing above changed the EP. */
