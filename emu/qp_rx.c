@@ -616,7 +616,11 @@ static void copy_ordered(void *dst, const void *src, size_t n)
     size_t bulk = n > QP_RX_ORDERED_TAIL ? n - QP_RX_ORDERED_TAIL : 0;
     if (bulk)
         memcpy(dst, src, bulk);
+#ifdef __SANITIZE_THREAD__
+    atomic_signal_fence(memory_order_release); /* TSan models no thread fences */
+#else
     atomic_thread_fence(memory_order_release);
+#endif
     volatile uint8_t *d = (volatile uint8_t *)dst;
     const uint8_t *s = src;
     for (size_t i = bulk; i < n; i++)
