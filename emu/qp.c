@@ -353,10 +353,19 @@ void emu_qp_detach(struct emu_qp *qp)
     pthread_mutex_unlock(&qp->rx_lock);
 }
 
+/* Only a consumer that keeps polling gets the lease: passes less than
+ * QP_POLL_GAP_US apart for QP_POLL_HOT_US. One that polls the EVD for a
+ * moment and then something else (its memory, say) keeps the engine. */
 void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec)
 {
-    if (qp && !atomic_load_explicit(&qp->poll_off, memory_order_relaxed))
-        atomic_store_explicit(&qp->poll_until_us, emu_now_us() + usec, memory_order_relaxed);
+    if (!qp || atomic_load_explicit(&qp->poll_off, memory_order_relaxed))
+        return;
+    uint64_t now = emu_now_us();
+    uint64_t last = atomic_exchange_explicit(&qp->poll_last_us, now, memory_order_relaxed);
+    if (now - last > QP_POLL_GAP_US)
+        atomic_store_explicit(&qp->poll_since_us, now, memory_order_relaxed);
+    if (now - atomic_load_explicit(&qp->poll_since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
+        atomic_store_explicit(&qp->poll_until_us, now + usec, memory_order_relaxed);
 }
 
 /* Engine thread: a consumer polls this QP. Pause reading until its lease
@@ -431,8 +440,12 @@ int emu_qp_progress(struct emu_qp *qp)
     int n = 0;
     if (qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0) {
         uint32_t before = qp->ncomp;
+        uint64_t bytes = qp->rx_bytes;
         int rc = qp_rx_run(qp, qp->rx_fd, false);
         n = (int)(qp->ncomp - before);
+        /* A long pass (much data placed) is not a gap in the polling. */
+        if (qp->rx_bytes != bytes && atomic_load_explicit(&qp->poll_last_us, memory_order_relaxed) != 0)
+            atomic_store_explicit(&qp->poll_last_us, emu_now_us(), memory_order_relaxed);
         if (rc != EMU_RX_OK && !atomic_exchange(&qp->poll_off, true)) {
             /* End of stream or an error: the engine reports it (it may be
              * parked by a lease), and no lease is given from now on. */
