@@ -37,6 +37,7 @@
 #include "lib/provider/ep_dto.h"
 #include "lib/provider/evd.h"
 #include "lib/provider/ia.h"
+#include "lib/provider/ibext.h"
 #include "lib/provider/lmr.h"
 #include "lib/provider/pz.h"
 #include "lib/provider/rmr.h"
@@ -815,58 +816,18 @@ out:
     return rc;
 }
 
-/* Slot 80. DTO extension ops take an EP handle; the rest (counters, UD,
- * collectives) are not implemented. Open-query ops pass the IA *name* as
- * handle (abi §3.7) and must not be looked up. va_arg orders: abi §2.6. */
-static DAT_RETURN sd_handle_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
+/* Entry points of the IB extension DTOs for the slot-80 dispatcher
+ * (ibext.c). */
+DAT_RETURN sd_ep_post_write_immed(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+                                  const DAT_RMR_TRIPLET *remote, uint32_t imm, DAT_COMPLETION_FLAGS flags)
 {
-    if (op & DAT_OPEN_EXTENSION_BASE)
-        return SD_RET(DAT_NOT_IMPLEMENTED, 0);
-    va_list ap;
-    va_copy(ap, args);
-    DAT_RETURN rc;
-    switch ((int)op) {
-    case DAT_IB_RDMA_WRITE_IMMED_OP: {
-        DAT_COUNT n = va_arg(ap, DAT_COUNT);
-        DAT_LMR_TRIPLET *l = va_arg(ap, DAT_LMR_TRIPLET *);
-        DAT_DTO_COOKIE c = va_arg(ap, DAT_DTO_COOKIE);
-        DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
-        uint32_t imm = va_arg(ap, DAT_UINT32);
-        DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
-        rc = do_rdma(handle, false, n, l, c, r, f, true, imm);
-        break;
-    }
-    case DAT_IB_FETCH_AND_ADD_OP: {
-        uint64_t add = va_arg(ap, DAT_UINT64);
-        DAT_LMR_TRIPLET *l = va_arg(ap, DAT_LMR_TRIPLET *);
-        DAT_DTO_COOKIE c = va_arg(ap, DAT_DTO_COOKIE);
-        DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
-        DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
-        rc = do_atomic(handle, false, add, 0, l, c, r, f);
-        break;
-    }
-    case DAT_IB_CMP_AND_SWAP_OP: {
-        uint64_t cmp = va_arg(ap, DAT_UINT64);
-        uint64_t swp = va_arg(ap, DAT_UINT64);
-        DAT_LMR_TRIPLET *l = va_arg(ap, DAT_LMR_TRIPLET *);
-        DAT_DTO_COOKIE c = va_arg(ap, DAT_DTO_COOKIE);
-        DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
-        DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
-        rc = do_atomic(handle, true, cmp, swp, l, c, r, f);
-        break;
-    }
-    default: {
-        struct sd_handle *h;
-        rc = sd_handle_get(handle, SD_HTYPE_ANY, DAT_INVALID_HANDLE1, &h);
-        if (rc == DAT_SUCCESS) {
-            sd_handle_put(h);
-            rc = SD_RET(DAT_NOT_IMPLEMENTED, 0);
-        }
-        break;
-    }
-    }
-    va_end(ap);
-    return rc;
+    return do_rdma(ep, false, n, iov, cookie, remote, flags, true, imm);
+}
+
+DAT_RETURN sd_ep_post_atomic(DAT_EP_HANDLE ep, bool cas, uint64_t a1, uint64_t a2, const DAT_LMR_TRIPLET *lbuf,
+                             DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *remote, DAT_COMPLETION_FLAGS flags)
+{
+    return do_atomic(ep, cas, a1, a2, lbuf, cookie, remote, flags);
 }
 
 /* dat_rmr_bind / dat_rmr_create_for_ep: ep_rmr_bind.c */
@@ -880,7 +841,7 @@ void sd_ep_dto_fill_table(DAT_PROVIDER *p)
     p->ep_post_rdma_read_func = sd_ep_post_rdma_read;
     p->ep_post_rdma_write_func = sd_ep_post_rdma_write;
     p->ep_post_rdma_read_to_rmr_func = sd_ep_post_rdma_read_to_rmr;
-    p->handle_extendedop_func = sd_handle_extendedop;
+    sd_ibext_fill_table(p);
     sd_ep_rmr_fill_table(p);
 }
 

@@ -1,0 +1,66 @@
+/* Slot 80 (handle_extendedop_func): every dat_extension_op reaches the
+ * provider here. The va_list orders are the ones the extension headers'
+ * macros push (abi-and-loading.md §2.6). Open-query ops pass the IA *name*
+ * as handle (abi §3.7) and must not be looked up as a handle. */
+#include <stdarg.h>
+
+#include <dat2/dat_ib_extensions.h>
+
+#include "lib/provider/handle.h"
+#include "lib/provider/ibext.h"
+
+static DAT_RETURN sd_handle_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
+{
+    if (op & DAT_OPEN_EXTENSION_BASE)
+        return SD_RET(DAT_NOT_IMPLEMENTED, 0);
+    va_list ap;
+    va_copy(ap, args);
+    DAT_RETURN rc;
+    switch ((int)op) {
+    case DAT_IB_RDMA_WRITE_IMMED_OP: {
+        DAT_COUNT n = va_arg(ap, DAT_COUNT);
+        DAT_LMR_TRIPLET *l = va_arg(ap, DAT_LMR_TRIPLET *);
+        DAT_DTO_COOKIE c = va_arg(ap, DAT_DTO_COOKIE);
+        DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
+        uint32_t imm = va_arg(ap, DAT_UINT32);
+        DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
+        rc = sd_ep_post_write_immed(handle, n, l, c, r, imm, f);
+        break;
+    }
+    case DAT_IB_FETCH_AND_ADD_OP: {
+        uint64_t add = va_arg(ap, DAT_UINT64);
+        DAT_LMR_TRIPLET *l = va_arg(ap, DAT_LMR_TRIPLET *);
+        DAT_DTO_COOKIE c = va_arg(ap, DAT_DTO_COOKIE);
+        DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
+        DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
+        rc = sd_ep_post_atomic(handle, false, add, 0, l, c, r, f);
+        break;
+    }
+    case DAT_IB_CMP_AND_SWAP_OP: {
+        uint64_t cmp = va_arg(ap, DAT_UINT64);
+        uint64_t swp = va_arg(ap, DAT_UINT64);
+        DAT_LMR_TRIPLET *l = va_arg(ap, DAT_LMR_TRIPLET *);
+        DAT_DTO_COOKIE c = va_arg(ap, DAT_DTO_COOKIE);
+        DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
+        DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
+        rc = sd_ep_post_atomic(handle, true, cmp, swp, l, c, r, f);
+        break;
+    }
+    default: {
+        struct sd_handle *h;
+        rc = sd_handle_get(handle, SD_HTYPE_ANY, DAT_INVALID_HANDLE1, &h);
+        if (rc == DAT_SUCCESS) {
+            sd_handle_put(h);
+            rc = SD_RET(DAT_NOT_IMPLEMENTED, 0);
+        }
+        break;
+    }
+    }
+    va_end(ap);
+    return rc;
+}
+
+void sd_ibext_fill_table(DAT_PROVIDER *p)
+{
+    p->handle_extendedop_func = sd_handle_extendedop;
+}
