@@ -17,6 +17,7 @@
 
 #include "emu/conn.h"
 #include "emu/qp.h"
+#include "lib/provider/counters.h"
 #include "lib/provider/handle.h"
 
 struct sd_ia;
@@ -63,6 +64,8 @@ struct sd_ep {
     /* Work-request rings (cookie slots, SUPPRESS accounting, deferred
      * flushes), lib/provider/ep_dto.h. Allocated by sd_ep_dto_init. */
     struct sd_ep_dto *dto;
+
+    struct sd_cnt_ep cnt; /* dat_ib_query_counters (counters.h) */
 };
 
 static inline DAT_RETURN sd_ep_get(DAT_EP_HANDLE raw, struct sd_ep **out)

@@ -180,6 +180,8 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
         return;
     }
     bool ok = cqe->status == EMU_WC_SUCCESS;
+    if (recv && ok)
+        sd_cnt_ep_recv(ep, cqe->byte_len, cqe->op == EMU_WC_RECV_IMM);
     if (ok && s.kind == SD_DTO_BIND && s.obj != NULL) {
         struct sd_rmr *rmr = s.obj;
         if (cqe->bound_stag != 0 && cqe->bound_stag != s.rmr_context)
@@ -277,6 +279,7 @@ static void recv_done(void *ctx, const struct emu_cqe *cqe)
 static const struct emu_qp_ops dto_qp_ops = {
     .send_done = send_done,
     .recv_done = recv_done,
+    .fatal = sd_cnt_qp_fatal, /* only counts (counters.c) */
 };
 
 static void complete_flushed(struct sd_ep *ep, bool recv, uint32_t idx)
@@ -493,8 +496,10 @@ static DAT_RETURN post_sq(struct sd_ep *ep, const struct ep_snap *sn, struct emu
     if (flags & DAT_COMPLETION_BARRIER_FENCE_FLAG)
         wr->flags |= EMU_WR_FENCE;
     int rc = emu_qp_post_send(ep->qp, wr);
-    if (rc == 0)
+    if (rc == 0) {
+        sd_cnt_ep_post(ep, kind, len);
         return DAT_SUCCESS;
+    }
     if (rc == -ENOTCONN) { /* the connection just ended: flushed */
         flush_post(ep, false, idx);
         return DAT_SUCCESS;
@@ -632,6 +637,8 @@ static DAT_RETURN sd_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_
         goto out;
     }
     int e = emu_qp_post_recv(ep->qp, idx, (uint32_t)n, sge);
+    if (e == 0)
+        sd_cnt_ep_post(ep, SD_DTO_RECV, total);
     if (e != 0) {
         sd_dto_ring_cancel(r, idx);
         rc = e == -ENOSPC ? SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP) : SD_RET(DAT_INTERNAL_ERROR, 0);

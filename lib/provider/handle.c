@@ -249,6 +249,7 @@ static void child_unlink_locked(struct sd_handle *h)
 {
     struct sd_ia *ia = h->ia;
     link_del(&h->ia_link);
+    sd_cnt_object(h, false);
     ia->nchildren--;
     if (h->type < SD_NTYPES)
         ia->per_type[h->type]--;
@@ -282,6 +283,7 @@ DAT_RETURN sd_handle_publish(struct sd_handle *h)
         ia->nchildren++;
         if (h->type < SD_NTYPES)
             ia->per_type[h->type]++;
+        sd_cnt_object(h, true);
     }
     if (child)
         pthread_mutex_unlock(&ia->lock);

@@ -6,16 +6,30 @@
 
 #include <dat2/dat_ib_extensions.h>
 
+#include "lib/provider/counters.h"
 #include "lib/provider/handle.h"
+#include "lib/provider/ia_query.h"
 #include "lib/provider/ibext.h"
 
 static DAT_RETURN sd_handle_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
 {
-    if (op & DAT_OPEN_EXTENSION_BASE)
-        return SD_RET(DAT_NOT_IMPLEMENTED, 0);
     va_list ap;
     va_copy(ap, args);
     DAT_RETURN rc;
+    if (op & DAT_OPEN_EXTENSION_BASE) {
+        DAT_HANDLE *out = va_arg(ap, DAT_HANDLE *);
+        DAT_IA_ATTR_MASK im = va_arg(ap, DAT_IA_ATTR_MASK);
+        DAT_IA_ATTR *ia_attr = va_arg(ap, DAT_IA_ATTR *);
+        DAT_PROVIDER_ATTR_MASK pm = va_arg(ap, DAT_PROVIDER_ATTR_MASK);
+        DAT_PROVIDER_ATTR *pr_attr = va_arg(ap, DAT_PROVIDER_ATTR *);
+        rc = sd_ia_open_query((const char *)handle, out, im, ia_attr, pm, pr_attr);
+        va_end(ap);
+        return rc;
+    }
+    if (op & DAT_CLOSE_EXTENSION_BASE) {
+        va_end(ap);
+        return sd_ia_close_query(handle);
+    }
     switch ((int)op) {
     case DAT_IB_RDMA_WRITE_IMMED_OP: {
         DAT_COUNT n = va_arg(ap, DAT_COUNT);
@@ -44,6 +58,25 @@ static DAT_RETURN sd_handle_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va
         DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
         DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
         rc = sd_ep_post_atomic(handle, true, cmp, swp, l, c, r, f);
+        break;
+    }
+    case DAT_IB_QUERY_COUNTERS_OP: {
+        int cntr = va_arg(ap, int);
+        DAT_UINT64 *out = va_arg(ap, DAT_UINT64 *);
+        int reset = va_arg(ap, int);
+        rc = sd_cnt_query(handle, cntr, out, reset);
+        break;
+    }
+    case DAT_IB_PRINT_COUNTERS_OP: {
+        int cntr = va_arg(ap, int);
+        int reset = va_arg(ap, int);
+        rc = sd_cnt_print(handle, cntr, reset);
+        break;
+    }
+    case DAT_IB_START_COUNTERS_OP:
+    case DAT_IB_STOP_COUNTERS_OP: {
+        int type = va_arg(ap, int);
+        rc = sd_cnt_start_stop(handle, type, op == DAT_IB_START_COUNTERS_OP);
         break;
     }
     default: {

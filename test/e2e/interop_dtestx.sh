@@ -5,6 +5,8 @@
 # sides exit 0, both print "immed/atomic test PASSED" and neither printed
 # an error. When the provider answers
 # DAT_NOT_IMPLEMENTED for the feature (and only then) the case is skipped.
+# Modes: default, -v, -m, -p (counters: dat_ib_query/print_counters) and
+# -q (dat_ib_open_query, no server).
 # dtestx uses the fixed side-channel port 15828 and conn qual 31112.
 # Exit 0 pass, 77 skip (every case skipped), else fail.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,7 +36,33 @@ case_() { # reg label "args"
     fi
 }
 
+# query REG: dtestx -q (dat_ib_open_query / dat_ib_close_query, no
+# server): the attributes of the IA by name, without opening it.
+query() {
+    local reg=$1 log=$IL_TMP/dtestx-q-$1.log rc
+    il_run "$reg" 30 dtestx -P "$IL_IA" -q >"$log" 2>&1 </dev/null
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "Open_Query: $IL_IA num_attrs" "$log" &&
+        grep -q 'DAT_COUNTERS=TRUE' "$log" && ! grep -Eq "$BAD" "$log"; then
+        il_ok "dtestx -q (open query), $reg libdat2"
+    else
+        il_notok "dtestx -q (open query), $reg libdat2 (exit $rc)"; il_show q "$log" 8
+    fi
+}
+
 for reg in $(il_registries); do
     case_ "$reg" "RC: write-immediate, cmp-and-swap, fetch-and-add" ""
+    case_ "$reg" "-v (verbose)" "-v"
+    case_ "$reg" "-m" "-m"
+    case_ "$reg" "-p (counters)" "-p"
+    # -p: both sides printed their IA, EP and EVD counters, and the client
+    # EP counted its write-immediate and its two fetch-and-adds.
+    if grep -q 'EP\[0\] Cntrs' "$IL_CLOG" 2>/dev/null && grep -q 'IA Cntrs' "$IL_SLOG" 2>/dev/null &&
+        grep -Eq 'DCNT_EP_POST_WRITE_IMM +1$' "$IL_CLOG" && grep -Eq 'DCNT_EP_POST_FETCH_ADD +2$' "$IL_CLOG"; then
+        il_ok "dtestx -p counted the client's operations, $reg libdat2"
+    else
+        il_notok "dtestx -p counters, $reg libdat2"; il_show client "$IL_CLOG" 20
+    fi
+    query "$reg"
 done
 il_finish
