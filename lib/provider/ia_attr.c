@@ -20,6 +20,8 @@ static DAT_NAMED_ATTR provider_specific[] = {
     {"DAT_IB_TRANSPORT_MTU", "32768"},
     /* dat_ib_query_counters & co. count real events (counters.c). */
     {"DAT_COUNTERS", "TRUE"},
+    /* iWARP extension: socket service points (ssp.c, docs/iwarp-ssp.md). */
+    {"DAT_IW_ATTR_SSP", "TRUE"},
 };
 _Static_assert(SD_TRANSPORT_MTU == 32768, "DAT_IB_TRANSPORT_MTU string must match limits.h");
 

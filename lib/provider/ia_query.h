@@ -4,8 +4,7 @@
 
 #include "lib/provider/provider.h"
 
-/* Handle type of a query object: outside every DAT_HANDLE_TYPE_* value. */
-#define SD_HTYPE_IA_QUERY 0x7D000001u
+#include "lib/provider/handle.h"
 
 DAT_RETURN sd_ia_open_query(const char *name, DAT_HANDLE *out, DAT_IA_ATTR_MASK ia_mask, DAT_IA_ATTR *ia_attr,
                             DAT_PROVIDER_ATTR_MASK pr_mask, DAT_PROVIDER_ATTR *pr_attr);

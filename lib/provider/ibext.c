@@ -1,5 +1,6 @@
 /* Slot 80 (handle_extendedop_func): every dat_extension_op reaches the
- * provider here. The va_list orders are the ones the extension headers'
+ * provider here: IB extension DTOs, counters and open/close query; the
+ * iWARP extension's socket service points (ssp.c). The va_list orders are the ones the extension headers'
  * macros push (abi-and-loading.md §2.6). Open-query ops pass the IA *name*
  * as handle (abi §3.7) and must not be looked up as a handle. */
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include "lib/provider/handle.h"
 #include "lib/provider/ia_query.h"
 #include "lib/provider/ibext.h"
+#include "lib/provider/ssp.h"
 
 static DAT_RETURN sd_handle_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
 {
@@ -77,6 +79,33 @@ static DAT_RETURN sd_handle_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va
     case DAT_IB_STOP_COUNTERS_OP: {
         int type = va_arg(ap, int);
         rc = sd_cnt_start_stop(handle, type, op == DAT_IB_START_COUNTERS_OP);
+        break;
+    }
+    case DAT_IW_SSP_CREATE_OP: {
+        DAT_IW_SOCKET fd = va_arg(ap, DAT_IW_SOCKET);
+        DAT_EP_HANDLE ep = va_arg(ap, DAT_EP_HANDLE);
+        DAT_EVD_HANDLE evd = va_arg(ap, DAT_EVD_HANDLE);
+        DAT_PVOID msg = va_arg(ap, DAT_PVOID);
+        DAT_COUNT len = va_arg(ap, DAT_COUNT);
+        DAT_IW_SSP_HANDLE *out = va_arg(ap, DAT_IW_SSP_HANDLE *);
+        rc = sd_iw_ssp_create(handle, fd, ep, evd, msg, len, out);
+        break;
+    }
+    case DAT_IW_SSP_FREE_OP:
+        rc = sd_iw_ssp_free(handle);
+        break;
+    case DAT_IW_SSP_QUERY_OP: {
+        DAT_IW_SSP_PARAM_MASK mask = va_arg(ap, DAT_IW_SSP_PARAM_MASK);
+        DAT_IW_SSP_PARAM *p = va_arg(ap, DAT_IW_SSP_PARAM *);
+        rc = sd_iw_ssp_query(handle, mask, p);
+        break;
+    }
+    case DAT_IW_SOCKET_CONNECT_OP: {
+        DAT_IW_SOCKET fd = va_arg(ap, DAT_IW_SOCKET);
+        DAT_TIMEOUT t = va_arg(ap, DAT_TIMEOUT);
+        DAT_COUNT n = va_arg(ap, DAT_COUNT);
+        DAT_PVOID pd = va_arg(ap, DAT_PVOID);
+        rc = sd_iw_socket_connect(handle, fd, t, n, pd);
         break;
     }
     default: {

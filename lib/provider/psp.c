@@ -113,8 +113,8 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
     bool prov = false, rsp_prov = false;
     pthread_mutex_lock(&sp->lock);
     DAT_CONN_QUAL qual = sp->conn_qual;
-    if (sp->h.type == DAT_HANDLE_TYPE_RSP) {
-        /* One request per RSP; later ones see "nobody listens" (L4414). */
+    if (sp->h.type == DAT_HANDLE_TYPE_RSP || sp->h.type == SD_HTYPE_SSP) {
+        /* One request per RSP (or SSP); later ones see "nobody listens" (L4414). */
         if (sp->used || sp->ep == NULL) {
             pthread_mutex_unlock(&sp->lock);
             emu_conn_free(conn);
