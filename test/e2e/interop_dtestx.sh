@@ -6,12 +6,16 @@
 # an error. When the provider answers
 # DAT_NOT_IMPLEMENTED for the feature (and only then) the case is skipped.
 # Modes: default, -v, -m, -p (counters: dat_ib_query/print_counters) and
-# -q (dat_ib_open_query, no server).
+# -q (dat_ib_open_query, no server); on loopback and between two network
+# namespaces joined by a veth pair (server in the first, client in the
+# second, test/e2e/lib/netns2.sh).
 # dtestx uses the fixed side-channel port 15828 and conn qual 31112.
 # Exit 0 pass, 77 skip (every case skipped), else fail.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=test/e2e/lib/interop.sh
 . "$here/lib/interop.sh"
+# shellcheck source=test/e2e/lib/netns2.sh
+. "$here/lib/netns2.sh"
 il_require_bin dtestx
 
 SIDE=15828
@@ -65,4 +69,54 @@ for reg in $(il_registries); do
     fi
     query "$reg"
 done
+# ns_case REG LABEL ARGS: server here on softdat-nsa, client in the second
+# namespace on softdat-nsb.
+ns_case() {
+    local reg=$1 label=$2 args=$3 t0=$SECONDS
+    local slog=$IL_TMP/dtestx-ns-$reg-$((++nsn)).server.log clog=$IL_TMP/dtestx-ns-$reg-$nsn.client.log
+    local name="dtestx $label, two namespaces, $reg libdat2"
+    if ! il_wait_port_free $SIDE 20; then
+        il_notok "$name: port $SIDE busy"; return
+    fi
+    # shellcheck disable=SC2086
+    il_start "$reg" 60 "$slog" dtestx -P softdat-nsa -s $args
+    local spid=$IL_PID
+    if ! il_wait_listen $SIDE "$spid" 20; then
+        il_notok "$name: server not listening"; il_show server "$slog"; il_stop "$spid"; return
+    fi
+    # shellcheck disable=SC2086
+    il_run "$reg" 60 nsenter -t "$NS2_PID" -n dtestx -P softdat-nsb -h 10.77.0.1 $args >"$clog" 2>&1 </dev/null
+    local crc=$?
+    il_wait "$spid" 15
+    local src=$?
+    if [ $crc -eq 0 ] && [ $src -eq 0 ] && ! grep -Eq "$BAD" "$slog" "$clog" &&
+        grep -q 'immed/atomic test PASSED' "$clog" && grep -q 'immed/atomic test PASSED' "$slog"; then
+        il_ok "$name ($((SECONDS - t0))s)"
+    else
+        il_notok "$name (client exit $crc, server exit $src)"
+        il_show client "$clog" 8; il_show server "$slog" 8
+    fi
+}
+
+nsn=0
+if ns2_setup; then
+    ns2_conf "$IL_TMP/ns.conf" "$BUILD/lib/libdaplsoft.so.2"
+    IL_CONF=$IL_TMP/ns.conf
+    for reg in $(il_registries); do
+        ns_case "$reg" "RC" ""
+        ns_case "$reg" "-v" "-v"
+        ns_case "$reg" "-m" "-m"
+        ns_case "$reg" "-p (counters)" "-p"
+        qlog=$IL_TMP/dtestx-ns-q-$reg.log
+        il_run "$reg" 30 nsenter -t "$NS2_PID" -n dtestx -P softdat-nsb -q >"$qlog" 2>&1 </dev/null
+        if [ $? -eq 0 ] && grep -q 'Open_Query: softdat-nsb num_attrs' "$qlog"; then
+            il_ok "dtestx -q (open query), second namespace, $reg libdat2"
+        else
+            il_notok "dtestx -q (open query), second namespace, $reg libdat2"; il_show q "$qlog" 8
+        fi
+    done
+    ns2_cleanup
+else
+    il_skip "dtestx between two network namespaces: $NS2_WHY"
+fi
 il_finish
