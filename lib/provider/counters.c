@@ -260,9 +260,15 @@ void sd_cnt_qp_fatal(void *ctx, const struct emu_qp_fatal *f)
     SD_CNT_IA(ia, DCNT_IA_ASYNC_QP_ERROR);
 }
 
-void sd_cnt_conn_event(struct sd_ep *ep, int type, bool initiator)
+void sd_cnt_conn_event(struct sd_ep *ep, int type)
 {
     struct sd_ia *ia = ep->h.ia;
+    pthread_mutex_lock(&ep->lock);
+    bool initiator = ep->initiator;
+    /* Our own disconnect left the EP DISCONNECT_PENDING: the peer's FIN
+     * answers it (DREP); otherwise the peer asked (DREQ). */
+    bool ours = ep->state == DAT_EP_STATE_DISCONNECT_PENDING;
+    pthread_mutex_unlock(&ep->lock);
     switch ((enum emu_conn_event_type)type) {
     case EMU_CONN_ESTABLISHED:
         /* iWARP: MPA Reply = REP, the peer-to-peer RTR = RTU. */
@@ -292,15 +298,9 @@ void sd_cnt_conn_event(struct sd_ep *ep, int type, bool initiator)
         SD_CNT_IA(ia, DCNT_IA_CM_ERR);
         SD_CNT_IA(ia, DCNT_IA_CM_ERR_UNEXPECTED);
         break;
-    case EMU_CONN_DISCONNECTED: {
-        /* Our own disconnect left the EP DISCONNECT_PENDING: the peer's FIN
-         * answers it (DREP); otherwise the peer asked (DREQ). */
-        pthread_mutex_lock(&ep->lock);
-        bool ours = ep->state == DAT_EP_STATE_DISCONNECT_PENDING;
-        pthread_mutex_unlock(&ep->lock);
+    case EMU_CONN_DISCONNECTED:
         SD_CNT_IA(ia, ours ? DCNT_IA_CM_DREP_RX : DCNT_IA_CM_DREQ_RX);
         break;
-    }
     case EMU_CONN_BROKEN:
         SD_CNT_IA(ia, DCNT_IA_CM_ERR);
         SD_CNT_IA(ia, DCNT_IA_CM_ERR_RESET);

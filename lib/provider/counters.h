@@ -53,8 +53,8 @@ void sd_cnt_ep_recv(struct sd_ep *ep, uint64_t len, bool imm);
  * link integrity (CRC), local or remote access errors. */
 void sd_cnt_qp_fatal(void *ctx, const struct emu_qp_fatal *f);
 /* ep_cm.c: an emu connection event (enum emu_conn_event_type) reached
- * this EP; initiator: its connection was the active side. */
-void sd_cnt_conn_event(struct sd_ep *ep, int type, bool initiator);
+ * this EP (engine thread; takes ep->lock). */
+void sd_cnt_conn_event(struct sd_ep *ep, int type);
 
 /* Slot-80 operations (ibext.c). */
 DAT_RETURN sd_cnt_query(DAT_HANDLE h, int cntr, DAT_UINT64 *out, int reset);
