@@ -184,7 +184,7 @@ static void deliver(struct emu_conn *c, enum emu_conn_event_type t, int err, con
            (unsigned)pd_len);
     if (c->user_gone || c->free_pending || c->ops.event == NULL)
         return;
-    struct emu_conn_event ev = {.type = t, .err = err, .pdata = pd_len ? pd : NULL,
+    struct emu_conn_event ev = {.type = t, .err = err, .retries = c->retries, .pdata = pd_len ? pd : NULL,
                                 .pdata_len = pd_len};
     c->ops.event(c, &ev, c->ctx);
 }
@@ -571,6 +571,7 @@ static bool refused_retry(struct emu_conn *c)
     uint64_t now = emu_now_us();
     if (c->retry == NULL || now >= c->retry_deadline)
         return false;
+    c->retries++;
     uint64_t delay = c->retry_delay_us;
     if (delay > c->retry_deadline - now)
         delay = c->retry_deadline - now;

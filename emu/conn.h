@@ -89,6 +89,8 @@ struct emu_conn_event {
     enum emu_conn_event_type type;
     int err;                    /* errno-style detail, 0 if none (e.g. ECONNREFUSED,
                                    ECONNRESET, ETIMEDOUT, EPROTO) */
+    uint32_t retries;           /* active: refused TCP connects retried so far
+                                   (EMU_CONN_REFUSED_RETRY_US) */
     const void *pdata;          /* valid during the callback only */
     uint16_t pdata_len;
 };

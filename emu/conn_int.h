@@ -61,6 +61,7 @@ struct emu_conn {
     bool refused;               /* active: a TCP connect was refused (RST) */
     uint64_t retry_deadline;    /* active: emu_now_us() after which a refusal is final */
     uint32_t retry_delay_us;    /* active: the next backoff */
+    uint32_t retries;           /* active: TCP connects retried after a refusal */
     bool adopted;               /* fd duplicates the consumer's socket orig_fd (conn_adopt.c) */
     int orig_fd, orig_fl;       /* adopted: the consumer's descriptor and its file status flags */
 

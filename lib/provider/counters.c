@@ -260,9 +260,13 @@ void sd_cnt_qp_fatal(void *ctx, const struct emu_qp_fatal *f)
     SD_CNT_IA(ia, DCNT_IA_ASYNC_QP_ERROR);
 }
 
-void sd_cnt_conn_event(struct sd_ep *ep, int type)
+void sd_cnt_conn_event(struct sd_ep *ep, int type, uint32_t retries)
 {
     struct sd_ia *ia = ep->h.ia;
+    /* A connection's retries happen before its first event: ESTABLISHED
+     * or a failure, and later events report the same total. */
+    if (retries != 0 && (type != EMU_CONN_DISCONNECTED && type != EMU_CONN_BROKEN))
+        sd_cnt_add(&ia->cnt.v[DCNT_IA_CM_ERR_REQ_RETRY], retries);
     pthread_mutex_lock(&ep->lock);
     bool initiator = ep->initiator;
     /* Our own disconnect left the EP DISCONNECT_PENDING: the peer's FIN

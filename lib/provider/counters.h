@@ -53,8 +53,9 @@ void sd_cnt_ep_recv(struct sd_ep *ep, uint64_t len, bool imm);
  * link integrity (CRC), local or remote access errors. */
 void sd_cnt_qp_fatal(void *ctx, const struct emu_qp_fatal *f);
 /* ep_cm.c: an emu connection event (enum emu_conn_event_type) reached
- * this EP (engine thread; takes ep->lock). */
-void sd_cnt_conn_event(struct sd_ep *ep, int type);
+ * this EP (engine thread; takes ep->lock); retries: refused connects the
+ * soft RNIC retried for it (counted once, with its first event). */
+void sd_cnt_conn_event(struct sd_ep *ep, int type, uint32_t retries);
 
 /* Slot-80 operations (ibext.c). */
 DAT_RETURN sd_cnt_query(DAT_HANDLE h, int cntr, DAT_UINT64 *out, int reset);

@@ -170,7 +170,7 @@ static void on_terminal(struct sd_ep *ep, const struct emu_conn_event *ev)
 static void ep_conn_event(struct emu_conn *c, const struct emu_conn_event *ev, void *ctx)
 {
     struct sd_ep *ep = ctx;
-    sd_cnt_conn_event(ep, ev->type);
+    sd_cnt_conn_event(ep, ev->type, ev->retries);
     if (ev->type == EMU_CONN_ESTABLISHED)
         on_established(ep, c, ev);
     else

@@ -162,6 +162,38 @@ START_TEST(open_query_by_name)
 }
 END_TEST
 
+/* A connect that finds nobody listening yet is retried by the soft RNIC:
+ * the retries are counted (DCNT_IA_CM_ERR_REQ_RETRY). */
+START_TEST(connect_retries_counted)
+{
+    DAT_PROVIDER *p = fx_provider("t-cnt3", "lo", DAT_FALSE);
+    struct rp_side c, s;
+    rp_side_open(&c, p);
+    rp_side_open(&s, p);
+    DAT_PSP_HANDLE psp;
+    DAT_CONN_QUAL port = 0;
+    ck_assert_dat_ok(p->psp_create_any_func(s.ia, &port, s.cr, DAT_PSP_CONSUMER_FLAG, &psp));
+    ck_assert_dat_ok(p->psp_free_func(psp)); /* a port nobody listens on, for now */
+    DAT_EP_HANDLE cep = rp_ep(&c, NULL), sep = rp_ep(&s, NULL);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_dat_ok(p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, port, 5000000, 0, NULL, DAT_QOS_BEST_EFFORT,
+                                        DAT_CONNECT_DEFAULT_FLAG));
+    struct timespec ts = {0, 30 * 1000000};
+    nanosleep(&ts, NULL);
+    ck_assert_dat_ok(p->psp_create_func(s.ia, port, s.cr, DAT_PSP_CONSUMER_FLAG, &psp));
+    DAT_EVENT ev = rp_wait(&s, s.cr, DAT_CONNECTION_REQUEST_EVENT);
+    ck_assert_dat_ok(p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
+    rp_wait(&c, c.conn, DAT_CONNECTION_EVENT_ESTABLISHED);
+    ck_assert_uint_ge(cnt(p, c.ia, DCNT_IA_CM_ERR_REQ_RETRY), 1);
+    ck_assert_uint_eq(cnt(p, s.ia, DCNT_IA_CM_ERR_REQ_RETRY), 0);
+    rp_side_close(&c);
+    rp_side_close(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("provider-counters");
@@ -170,6 +202,7 @@ int main(void)
     tcase_add_test(tc, counters_count_real_operations);
     tcase_add_test(tc, counter_argument_errors);
     tcase_add_test(tc, open_query_by_name);
+    tcase_add_test(tc, connect_retries_counted);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
