@@ -497,6 +497,8 @@ static DAT_RETURN sd_get_handle_type(DAT_HANDLE handle, DAT_HANDLE_TYPE *type)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     else if (h->type == SD_HTYPE_SSP)
         *type = (DAT_HANDLE_TYPE)DAT_HANDLE_TYPE_EXTENSION_BASE; /* DAT_IW_HANDLE_TYPE_SSP */
+    else if (h->type == SD_HTYPE_IA_QUERY)
+        *type = DAT_HANDLE_TYPE_IA; /* dat_ib_open_query returns it as an IA handle */
     else
         *type = (DAT_HANDLE_TYPE)h->type;
     sd_handle_put(h);

@@ -146,7 +146,10 @@ START_TEST(open_query_by_name)
     ck_assert_int_eq(counters, 1);
     /* The first word is the record's table (the registry closes through it). */
     ck_assert_ptr_eq(*(DAT_PROVIDER **)q, p);
-    /* Not an IA: IA calls refuse it. */
+    DAT_HANDLE_TYPE ht;
+    ck_assert_dat_ok(p->get_handle_type_func(q, &ht));
+    ck_assert_int_eq(ht, DAT_HANDLE_TYPE_IA);
+    /* Not an open IA: IA calls refuse it. */
     DAT_PZ_HANDLE pz;
     ck_assert_dat_err(p->pz_create_func(q, &pz), DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_IA);
     ck_assert_dat_ok(ext(p, q, DAT_IB_CLOSE_QUERY_OP));
