@@ -95,6 +95,8 @@ static void conn_close(struct emu_conn *c, bool abortive)
      * reading it under the data path's receive lock. */
     if ((c->state == CS_EST || c->state == CS_CLOSING) && !c->user_gone && c->ops.detach)
         c->ops.detach(c, c->ctx);
+    if (c->listener != NULL && c->listener->ops.lost != NULL && !c->listener->released)
+        c->listener->ops.lost(c->listener, c->dead_err, c->listener->ctx); /* adopted socket gone */
     conn_listener_unlink(c);
     if (c->timer)
         emu_timer_cancel(c->timer);
@@ -113,9 +115,11 @@ static void conn_close(struct emu_conn *c, bool abortive)
                  abortive ? " (RST)" : "");
     c->state = CS_CLOSED;
     pthread_mutex_unlock(&c->lock);
-    /* After the unlock no writer can see fd: safe to close it. */
+    /* After the unlock no writer can see fd: safe to close it. An adopted
+     * socket not yet the connection's goes back to its owner intact. */
     emu_fdw_free(w);
-    conn_close_fd(fd, abortive);
+    conn_close_fd(fd, abortive && !c->adopted);
+    conn_adopt_settle(c, false);
 }
 
 /* Drop everything and the owner's reference (engine thread). */
@@ -184,7 +188,7 @@ static void deliver(struct emu_conn *c, enum emu_conn_event_type t, int err, con
            (unsigned)pd_len);
     if (c->user_gone || c->free_pending || c->ops.event == NULL)
         return;
-    struct emu_conn_event ev = {.type = t, .err = err, .pdata = pd_len ? pd : NULL,
+    struct emu_conn_event ev = {.type = t, .err = err, .retries = c->retries, .pdata = pd_len ? pd : NULL,
                                 .pdata_len = pd_len};
     c->ops.event(c, &ev, c->ctx);
 }
@@ -423,6 +427,7 @@ static void establish(struct emu_conn *c, const void *pd, uint16_t pd_len)
     c->info.initiator = c->initiator;
     pthread_mutex_unlock(&c->lock);
     conn_watch(c, EMU_EV_READ, 0);
+    conn_adopt_settle(c, true);
     deliver(c, EMU_CONN_ESTABLISHED, 0, pd, pd_len);
 }
 
@@ -617,6 +622,7 @@ static bool refused_retry(struct emu_conn *c)
     uint64_t now = emu_now_us();
     if (c->retry == NULL || now >= c->retry_deadline)
         return false;
+    c->retries++;
     uint64_t delay = c->retry_delay_us;
     if (delay > c->retry_deadline - now)
         delay = c->retry_deadline - now;
@@ -671,7 +677,7 @@ static void tcp_failed(struct emu_conn *c, int err)
 static void tcp_start(struct emu_conn *c)
 {
     set_state(c, CS_A_TCP);
-    int rc = connect(c->fd, (struct sockaddr *)&c->target, c->target_len);
+    int rc = c->adopted ? 0 : connect(c->fd, (struct sockaddr *)&c->target, c->target_len);
     if (rc == 0) {
         conn_watch(c, 0, EMU_EV_WRITE);
         tcp_connected(c);
@@ -1200,6 +1206,15 @@ int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_
                      const struct emu_conn_params *p, const void *pdata, uint16_t pdata_len,
                      const struct emu_conn_ops *ops, void *ctx, struct emu_conn **out)
 {
+    return conn_connect_start(e, peer, peer_len, local, local_len, p, pdata, pdata_len, ops, ctx, out, -1);
+}
+
+/* adopt_fd >= 0: the consumer's connected socket (conn_adopt.c). */
+int conn_connect_start(struct emu_engine *e, const struct sockaddr *peer, socklen_t peer_len,
+                       const struct sockaddr *local, socklen_t local_len,
+                       const struct emu_conn_params *p, const void *pdata, uint16_t pdata_len,
+                       const struct emu_conn_ops *ops, void *ctx, struct emu_conn **out, int adopt_fd)
+{
     if (e == NULL || out == NULL || pdata_len > EMU_CONN_PDATA_MAX ||
         (pdata_len && pdata == NULL))
         return -EINVAL;
@@ -1237,7 +1252,7 @@ int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_
             goto fail;
         conn_sockaddr_set_port(&c->src, 0);
     }
-    rc = conn_active_socket(c, &c->fd);
+    rc = adopt_fd >= 0 ? conn_adopt_socket(c, adopt_fd) : conn_active_socket(c, &c->fd);
     if (rc != 0)
         goto fail;
     rc = conn_attach(c);

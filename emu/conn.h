@@ -89,6 +89,8 @@ struct emu_conn_event {
     enum emu_conn_event_type type;
     int err;                    /* errno-style detail, 0 if none (e.g. ECONNREFUSED,
                                    ECONNRESET, ETIMEDOUT, EPROTO) */
+    uint32_t retries;           /* active: refused TCP connects retried so far
+                                   (EMU_CONN_REFUSED_RETRY_US) */
     const void *pdata;          /* valid during the callback only */
     uint16_t pdata_len;
 };
@@ -190,6 +192,9 @@ struct emu_conn_request {
 
 struct emu_listener_ops {
     void (*request)(struct emu_listener *l, const struct emu_conn_request *req, void *ctx);
+    /* Optional, adopted listeners only: the socket failed or closed
+     * before a Request arrived (err: errno-style, 0 if unknown). */
+    void (*lost)(struct emu_listener *l, int err, void *ctx);
 };
 
 /* ---- listeners ----
@@ -227,6 +232,33 @@ int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_
                      const struct sockaddr *local, socklen_t local_len,
                      const struct emu_conn_params *p, const void *pdata, uint16_t pdata_len,
                      const struct emu_conn_ops *ops, void *ctx, struct emu_conn **out);
+
+/* ---- adopted sockets (iWARP socket service points) ----
+ * The consumer's own connected TCP socket `fd` carries the MPA exchange.
+ * emu works on a duplicate descriptor (non-blocking, Nagle off). The
+ * consumer's descriptor is closed by emu at the moment the socket passes
+ * to the connection for good (active: ESTABLISHED; passive: the Request is
+ * delivered); until then, and on any other outcome, it stays the
+ * consumer's with its file status flags restored.
+ *
+ * connect_fd: as emu_conn_connect to the socket's peer; the MPA Request
+ * is sent at once. Errors: -EBADF/-ENOTSOCK (not a socket),
+ * -EPROTONOSUPPORT (not a TCP stream socket), -ENOTCONN (not connected),
+ * and those of emu_conn_connect. */
+int emu_conn_connect_fd(struct emu_engine *e, int fd, const struct emu_conn_params *p, const void *pdata,
+                        uint16_t pdata_len, const struct emu_conn_ops *ops, void *ctx, struct emu_conn **out);
+/* listener_adopt: a listener with one connection, the socket fd, on which
+ * it waits (without a deadline) for one MPA Request, delivered through
+ * ops->request as from a listener. ops->lost reports a socket that fails
+ * or closes first (the listener then has nothing left to deliver).
+ * emu_listener_free before that gives the socket back to the consumer
+ * (bytes of a partly read Request are lost). Same errors as connect_fd. */
+int emu_listener_adopt(struct emu_engine *e, int fd, const struct emu_listener_ops *ops, void *ctx,
+                       struct emu_listener **out);
+/* The local and peer addresses of a TCP socket (for checks before
+ * adopting it): 0, or the errors of connect_fd. */
+int emu_sock_tcp_addrs(int fd, struct sockaddr_storage *local, socklen_t *llen, struct sockaddr_storage *peer,
+                       socklen_t *plen);
 
 /* ---- passive side ----
  * accept: send the Reply (pdata <= EMU_CONN_PDATA_MAX), wait for the RTR,

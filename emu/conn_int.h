@@ -63,6 +63,9 @@ struct emu_conn {
     bool refused;               /* active: a TCP connect was refused (RST) */
     uint64_t retry_deadline;    /* active: emu_now_us() after which a refusal is final */
     uint32_t retry_delay_us;    /* active: the next backoff */
+    uint32_t retries;           /* active: TCP connects retried after a refusal */
+    bool adopted;               /* fd duplicates the consumer's socket orig_fd (conn_adopt.c) */
+    int orig_fd, orig_fl;       /* adopted: the consumer's descriptor and its file status flags */
 
     struct emu_listener *listener; /* CS_P_WAIT_REQ only */
     struct emu_conn *lprev, *lnext;
@@ -115,6 +118,18 @@ void conn_expect(struct emu_conn *c, size_t need);
 void conn_watch(struct emu_conn *c, unsigned on, unsigned off);
 void conn_fill_addrs(struct emu_conn *c);
 void conn_listener_unlink(struct emu_conn *c);
+
+int conn_connect_start(struct emu_engine *e, const struct sockaddr *peer, socklen_t peer_len,
+                       const struct sockaddr *local, socklen_t local_len,
+                       const struct emu_conn_params *p, const void *pdata, uint16_t pdata_len,
+                       const struct emu_conn_ops *ops, void *ctx, struct emu_conn **out, int adopt_fd);
+
+/* conn_adopt.c */
+int conn_adopt_socket(struct emu_conn *c, int fd);
+/* The adopted socket's fate is decided: established (the consumer's
+ * descriptor is closed: the socket is the connection's now) or not (it
+ * stays the consumer's, flags restored). No-op when not adopted. */
+void conn_adopt_settle(struct emu_conn *c, bool established);
 
 /* conn_listen.c */
 void conn_listener_release(struct emu_listener *l);

@@ -255,4 +255,10 @@ enum emu_mem_local_err {
 };
 enum emu_mem_local_err emu_mem_local_class(enum emu_mem_status st);
 
+/* Would an RNIC pin [addr, addr+len) for this access (mem_probe.c)?
+ * 0; -EFAULT: part of it is not mapped, or mapped without any access;
+ * -EACCES: write asked for and part of it is not writable. The caller
+ * has checked that the range does not wrap. */
+int emu_mem_probe(const void *addr, uint64_t len, bool write);
+
 #endif

@@ -229,6 +229,8 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
     }
     pthread_mutex_unlock(&ep->cm_lock);
     if (rc == DAT_SUCCESS) {
+        SD_CNT_IA(cr->h.ia, DCNT_IA_SP_CR_ACCEPTED);
+        SD_CNT_IA(cr->h.ia, DCNT_IA_CM_REP_TX);
         pthread_mutex_lock(&cr->lock);
         struct sd_ep *held = cr->ep;
         cr->ep = NULL;
@@ -257,6 +259,10 @@ static DAT_RETURN sd_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pdata_size, co
         pthread_mutex_unlock(&cr->lock);
         if (c != NULL && emu_conn_reject(c, pdata, (uint16_t)pdata_size) != 0)
             emu_conn_free(c);
+        else if (c != NULL) {
+            SD_CNT_IA(cr->h.ia, DCNT_IA_SP_CR_REJECTED);
+            SD_CNT_IA(cr->h.ia, DCNT_IA_CM_USER_REJ_TX);
+        }
         /* The EP part (RSP EP back to UNCONNECTED, provider EP gone) is
          * the CR's teardown. */
         rc = sd_handle_destroy(&cr->h, DAT_INVALID_HANDLE_CR);

@@ -378,7 +378,8 @@ fail:
     return rc;
 }
 
-/* Look up an optional EVD argument of `ia` that must carry `stream`. */
+/* Look up an optional EVD argument of `ia` (or of another open instance
+ * of the same IA) that must carry `stream`. */
 static DAT_RETURN get_evd_arg(struct sd_ia *ia, DAT_EVD_HANDLE raw, DAT_EVD_FLAGS stream, DAT_UINT32 sub,
                               struct sd_evd **out)
 {
@@ -389,7 +390,7 @@ static DAT_RETURN get_evd_arg(struct sd_ia *ia, DAT_EVD_HANDLE raw, DAT_EVD_FLAG
     DAT_RETURN rc = sd_evd_get(raw, sub, &evd);
     if (rc != DAT_SUCCESS)
         return rc;
-    if (evd->h.ia != ia || (evd->flags & stream) == 0) {
+    if (!sd_ia_same_device(evd->h.ia, ia) || (evd->flags & stream) == 0) {
         sd_handle_put(&evd->h);
         return SD_RET(DAT_INVALID_HANDLE, sub);
     }

@@ -17,6 +17,7 @@
 
 #include "emu/conn.h"
 #include "emu/qp.h"
+#include "lib/provider/counters.h"
 #include "lib/provider/handle.h"
 
 struct sd_ia;
@@ -68,6 +69,7 @@ struct sd_ep {
 
     /* ---- unreliable datagrams (ep_ud.c): UD EPs only, instead of qp/dto ---- */
     struct sd_ep_ud *ud;
+    struct sd_cnt_ep cnt; /* dat_ib_query_counters (counters.h) */
 };
 
 static inline DAT_RETURN sd_ep_get(DAT_EP_HANDLE raw, struct sd_ep **out)

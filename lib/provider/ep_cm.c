@@ -180,6 +180,7 @@ static void on_terminal(struct sd_ep *ep, const struct emu_conn_event *ev)
 static void ep_conn_event(struct emu_conn *c, const struct emu_conn_event *ev, void *ctx)
 {
     struct sd_ep *ep = ctx;
+    sd_cnt_conn_event(ep, ev->type, ev->retries);
     if (ev->type == EMU_CONN_ESTABLISHED)
         on_established(ep, c, ev);
     else
@@ -295,6 +296,8 @@ static DAT_RETURN connect_common(struct sd_ep *ep, const struct sockaddr *remote
     pthread_mutex_lock(&ep->lock);
     if (r == 0) {
         ep->conn = c;
+        SD_CNT_EP(ep, DCNT_EP_CONNECT, 1);
+        SD_CNT_IA(ia, DCNT_IA_CM_REQ_TX);
     } else {
         ep->state = DAT_EP_STATE_UNCONNECTED;
         ep->remote_set = false;
@@ -463,6 +466,10 @@ static DAT_RETURN sd_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flag
         break;
     }
     pthread_mutex_unlock(&ep->lock);
+    if (c != NULL && act != NONE) {
+        SD_CNT_EP(ep, DCNT_EP_DISCONNECT, 1);
+        SD_CNT_IA(ep->h.ia, DCNT_IA_CM_DREQ_TX);
+    }
     if (c != NULL && act == ABORT) {
         if (ep->qp != NULL)
             emu_qp_quiesce(ep->qp);

@@ -38,6 +38,7 @@
 #include "lib/provider/ep_ud.h"
 #include "lib/provider/evd.h"
 #include "lib/provider/ia.h"
+#include "lib/provider/ibext.h"
 #include "lib/provider/lmr.h"
 #include "lib/provider/pz.h"
 #include "lib/provider/rmr.h"
@@ -180,6 +181,8 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
         return;
     }
     bool ok = cqe->status == EMU_WC_SUCCESS;
+    if (recv && ok)
+        sd_cnt_ep_recv(ep, cqe->byte_len, cqe->op == EMU_WC_RECV_IMM);
     if (ok && s.kind == SD_DTO_BIND && s.obj != NULL) {
         struct sd_rmr *rmr = s.obj;
         if (cqe->bound_stag != 0 && cqe->bound_stag != s.rmr_context)
@@ -277,6 +280,7 @@ static void recv_done(void *ctx, const struct emu_cqe *cqe)
 static const struct emu_qp_ops dto_qp_ops = {
     .send_done = send_done,
     .recv_done = recv_done,
+    .fatal = sd_cnt_qp_fatal, /* only counts (counters.c) */
 };
 
 static void complete_flushed(struct sd_ep *ep, bool recv, uint32_t idx)
@@ -499,8 +503,10 @@ static DAT_RETURN post_sq(struct sd_ep *ep, const struct ep_snap *sn, struct emu
     if (flags & DAT_COMPLETION_BARRIER_FENCE_FLAG)
         wr->flags |= EMU_WR_FENCE;
     int rc = emu_qp_post_send(ep->qp, wr);
-    if (rc == 0)
+    if (rc == 0) {
+        sd_cnt_ep_post(ep, kind, len);
         return DAT_SUCCESS;
+    }
     if (rc == -ENOTCONN) { /* the connection just ended: flushed */
         flush_post(ep, false, idx);
         return DAT_SUCCESS;
@@ -645,6 +651,8 @@ static DAT_RETURN sd_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_
         goto out;
     }
     int e = emu_qp_post_recv(ep->qp, idx, (uint32_t)n, sge);
+    if (e == 0)
+        sd_cnt_ep_post(ep, SD_DTO_RECV, total);
     if (e != 0) {
         sd_dto_ring_cancel(r, idx);
         rc = e == -ENOSPC ? SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP) : SD_RET(DAT_INTERNAL_ERROR, 0);
@@ -829,63 +837,18 @@ out:
     return rc;
 }
 
-/* Slot 80. DTO extension ops take an EP handle; the rest (counters, UD,
- * collectives) are not implemented. Open-query ops pass the IA *name* as
- * handle (abi §3.7) and must not be looked up. va_arg orders: abi §2.6. */
-static DAT_RETURN sd_handle_extendedop(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args)
+/* Entry points of the IB extension DTOs for the slot-80 dispatcher
+ * (ibext.c). */
+DAT_RETURN sd_ep_post_write_immed(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+                                  const DAT_RMR_TRIPLET *remote, uint32_t imm, DAT_COMPLETION_FLAGS flags)
 {
-    if (op & DAT_OPEN_EXTENSION_BASE)
-        return SD_RET(DAT_NOT_IMPLEMENTED, 0);
-    va_list ap;
-    va_copy(ap, args);
-    DAT_RETURN rc;
-    switch ((int)op) {
-    case DAT_IB_RDMA_WRITE_IMMED_OP: {
-        DAT_COUNT n = va_arg(ap, DAT_COUNT);
-        DAT_LMR_TRIPLET *l = va_arg(ap, DAT_LMR_TRIPLET *);
-        DAT_DTO_COOKIE c = va_arg(ap, DAT_DTO_COOKIE);
-        DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
-        uint32_t imm = va_arg(ap, DAT_UINT32);
-        DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
-        rc = do_rdma(handle, false, n, l, c, r, f, true, imm);
-        break;
-    }
-    case DAT_IB_FETCH_AND_ADD_OP: {
-        uint64_t add = va_arg(ap, DAT_UINT64);
-        DAT_LMR_TRIPLET *l = va_arg(ap, DAT_LMR_TRIPLET *);
-        DAT_DTO_COOKIE c = va_arg(ap, DAT_DTO_COOKIE);
-        DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
-        DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
-        rc = do_atomic(handle, false, add, 0, l, c, r, f);
-        break;
-    }
-    case DAT_IB_CMP_AND_SWAP_OP: {
-        uint64_t cmp = va_arg(ap, DAT_UINT64);
-        uint64_t swp = va_arg(ap, DAT_UINT64);
-        DAT_LMR_TRIPLET *l = va_arg(ap, DAT_LMR_TRIPLET *);
-        DAT_DTO_COOKIE c = va_arg(ap, DAT_DTO_COOKIE);
-        DAT_RMR_TRIPLET *r = va_arg(ap, DAT_RMR_TRIPLET *);
-        DAT_COMPLETION_FLAGS f = va_arg(ap, DAT_COMPLETION_FLAGS);
-        rc = do_atomic(handle, true, cmp, swp, l, c, r, f);
-        break;
-    }
-    case DAT_IB_UD_SEND_OP:
-    case DAT_IB_UD_CM_FREE_OP:
-    case DAT_IB_UD_AH_FREE_OP:
-        rc = sd_ud_extop(handle, (int)op, ap);
-        break;
-    default: {
-        struct sd_handle *h;
-        rc = sd_handle_get(handle, SD_HTYPE_ANY, DAT_INVALID_HANDLE1, &h);
-        if (rc == DAT_SUCCESS) {
-            sd_handle_put(h);
-            rc = SD_RET(DAT_NOT_IMPLEMENTED, 0);
-        }
-        break;
-    }
-    }
-    va_end(ap);
-    return rc;
+    return do_rdma(ep, false, n, iov, cookie, remote, flags, true, imm);
+}
+
+DAT_RETURN sd_ep_post_atomic(DAT_EP_HANDLE ep, bool cas, uint64_t a1, uint64_t a2, const DAT_LMR_TRIPLET *lbuf,
+                             DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *remote, DAT_COMPLETION_FLAGS flags)
+{
+    return do_atomic(ep, cas, a1, a2, lbuf, cookie, remote, flags);
 }
 
 /* dat_rmr_bind / dat_rmr_create_for_ep: ep_rmr_bind.c */
@@ -899,7 +862,7 @@ void sd_ep_dto_fill_table(DAT_PROVIDER *p)
     p->ep_post_rdma_read_func = sd_ep_post_rdma_read;
     p->ep_post_rdma_write_func = sd_ep_post_rdma_write;
     p->ep_post_rdma_read_to_rmr_func = sd_ep_post_rdma_read_to_rmr;
-    p->handle_extendedop_func = sd_handle_extendedop;
+    sd_ibext_fill_table(p);
     sd_ep_rmr_fill_table(p);
 }
 

@@ -11,6 +11,10 @@
 
 DAT_RETURN sd_evd_post(struct sd_evd *evd, const DAT_EVENT *ev, enum sd_evq_kind kind, unsigned flags)
 {
+    if (kind == SD_EVQ_DTO || kind == SD_EVQ_EXT)
+        SD_CNT_EVD(evd, DCNT_EVD_DTO_CALLBACK);
+    else if (kind == SD_EVQ_CONN || kind == SD_EVQ_CR)
+        SD_CNT_EVD(evd, DCNT_EVD_CONN_CALLBACK);
     return sd_evq_post(&evd->q, ev, kind, flags);
 }
 
@@ -18,6 +22,7 @@ void sd_ia_post_async(struct sd_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle,
 {
     if (ia == NULL)
         return;
+    SD_CNT_IA(ia, DCNT_IA_ASYNC_ERROR);
     pthread_mutex_lock(&ia->lock);
     struct sd_evd *evd = ia->async_evd;
     if (evd != NULL && sd_handle_alive(&evd->h))
@@ -47,6 +52,7 @@ static void evd_overflow(void *arg, struct sd_evq *q, enum sd_evq_kind kind)
     if (kind == SD_EVQ_ASYNC)
         return; /* this is the async EVD: the catastrophic event is queued */
     SD_DBG("evd", "evd %p overflowed (kind %d)", (void *)evd, (int)kind);
+    SD_CNT_IA(evd->h.ia, DCNT_IA_ASYNC_CQ_ERROR);
     sd_ia_post_async(evd->h.ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, (DAT_HANDLE)evd, DAT_EVD_OVERFLOW_ERROR);
 }
 
@@ -342,6 +348,17 @@ static DAT_RETURN sd_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
     EVD_GET(evd_handle, evd);
     DAT_RETURN rc = event == NULL ? SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2)
                                   : sd_evq_dequeue(&evd->q, event);
+    if (event != NULL) {
+        bool found = rc == DAT_SUCCESS;
+        SD_CNT_EVD(evd, DCNT_EVD_DEQUEUE);
+        SD_CNT_EVD(evd, found ? DCNT_EVD_DEQUEUE_FOUND : DCNT_EVD_DEQUEUE_NOT_FOUND);
+        /* A DTO EVD's dequeue polls its QPs for receive progress. */
+        if (evd->ps_inited) {
+            SD_CNT_EVD(evd, DCNT_EVD_DEQUEUE_POLL);
+            if (found)
+                SD_CNT_EVD(evd, DCNT_EVD_DEQUEUE_POLL_FOUND);
+        }
+    }
     sd_handle_put(&evd->h);
     return rc;
 }
@@ -350,8 +367,20 @@ static DAT_RETURN sd_evd_wait(DAT_EVD_HANDLE evd_handle, DAT_TIMEOUT timeout, DA
                               DAT_COUNT *nmore)
 {
     EVD_GET(evd_handle, evd);
+    bool blocked = false;
+    if (event != NULL) {
+        /* The waiter blocks when fewer events than the threshold are queued. */
+        struct sd_evq_info in;
+        sd_evq_info(&evd->q, &in);
+        blocked = in.count < (threshold > 1 ? threshold : 1);
+        SD_CNT_EVD(evd, DCNT_EVD_WAIT);
+        if (blocked)
+            SD_CNT_EVD(evd, DCNT_EVD_WAIT_BLOCKED);
+    }
     DAT_RETURN rc = event == NULL ? SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4)
                                   : sd_evq_wait(&evd->q, timeout, threshold, event, nmore);
+    if (blocked && rc == DAT_SUCCESS)
+        SD_CNT_EVD(evd, DCNT_EVD_WAIT_NOTIFY); /* woken by an arriving event */
     sd_handle_put(&evd->h);
     return rc;
 }

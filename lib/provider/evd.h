@@ -12,6 +12,7 @@
 #define SOFTDAT_PROVIDER_EVD_H
 
 #include "lib/provider/evq.h"
+#include "lib/provider/counters.h"
 #include "lib/provider/handle.h"
 #include "lib/provider/progress.h"
 
@@ -30,6 +31,8 @@ struct sd_evd {
      * receive progress (progress.h). */
     struct sd_progress_set ps;
     bool ps_inited;
+
+    struct sd_cnt_evd cnt; /* dat_ib_query_counters (counters.h) */
 };
 
 #define SD_EVD_VALID_FLAGS                                                                     \

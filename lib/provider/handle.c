@@ -249,6 +249,7 @@ static void child_unlink_locked(struct sd_handle *h)
 {
     struct sd_ia *ia = h->ia;
     link_del(&h->ia_link);
+    sd_cnt_object(h, false);
     ia->nchildren--;
     if (h->type < SD_NTYPES)
         ia->per_type[h->type]--;
@@ -282,6 +283,7 @@ DAT_RETURN sd_handle_publish(struct sd_handle *h)
         ia->nchildren++;
         if (h->type < SD_NTYPES)
             ia->per_type[h->type]++;
+        sd_cnt_object(h, true);
     }
     if (child)
         pthread_mutex_unlock(&ia->lock);
@@ -493,6 +495,10 @@ static DAT_RETURN sd_get_handle_type(DAT_HANDLE handle, DAT_HANDLE_TYPE *type)
         return rc;
     if (type == NULL)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    else if (h->type == SD_HTYPE_SSP)
+        *type = (DAT_HANDLE_TYPE)DAT_HANDLE_TYPE_EXTENSION_BASE; /* DAT_IW_HANDLE_TYPE_SSP */
+    else if (h->type == SD_HTYPE_IA_QUERY)
+        *type = DAT_HANDLE_TYPE_IA; /* dat_ib_open_query returns it as an IA handle */
     else
         *type = (DAT_HANDLE_TYPE)h->type;
     sd_handle_put(h);

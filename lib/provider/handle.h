@@ -53,6 +53,11 @@ struct sd_handle;
 /* Type tags are DAT_HANDLE_TYPE values; these two are ours. */
 #define SD_HTYPE_ANY 0xFFFFFFFEu  /* sd_handle_get: accept any live type */
 #define SD_HTYPE_DEAD 0xFFFFFFFFu /* stored in poisoned memory */
+/* Private handle types of extension objects, outside every DAT value so
+ * that two extensions sharing DAT_HANDLE_TYPE_EXTENSION_BASE never accept
+ * each other's handles; dat_get_handle_type reports the extension's type. */
+#define SD_HTYPE_IA_QUERY 0x7D000001u /* dat_ib_open_query object (ia_query.c) */
+#define SD_HTYPE_SSP 0x7D000002u      /* DAT_IW_HANDLE_TYPE_SSP (ssp.c) */
 
 /* Teardown phases of abrupt IA close (architecture: SPs → CRs → EPs → SRQs →
  * RMRs → LMRs → PZs → EVDs → CNOs). */

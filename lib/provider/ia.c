@@ -23,7 +23,8 @@ unsigned sd_ia_type_limit(uint32_t type, uint32_t *sub)
     case DAT_HANDLE_TYPE_CNO: *sub = DAT_RESOURCE_MEMORY; return SD_MAX_CNOS;
     case DAT_HANDLE_TYPE_PSP:
     case DAT_HANDLE_TYPE_RSP:
-    case DAT_HANDLE_TYPE_CSP: *sub = DAT_RESOURCE_MEMORY; return SD_MAX_SPS;
+    case DAT_HANDLE_TYPE_CSP:
+    case SD_HTYPE_SSP: *sub = DAT_RESOURCE_MEMORY; return SD_MAX_SPS;
     case DAT_HANDLE_TYPE_CR: *sub = DAT_RESOURCE_MEMORY; return SD_MAX_CRS;
     default: *sub = DAT_RESOURCE_MEMORY; return 0;
     }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <sys/socket.h>
 
+#include "lib/provider/counters.h"
 #include "lib/provider/handle.h"
 #include "lib/provider/ia_semantics.h"
 
@@ -47,6 +48,8 @@ struct sd_ia {
      * reference is dropped. */
     struct emu_engine *engine;
     struct emu_mem_table *mem;
+
+    struct sd_cnt_ia cnt; /* dat_ib_query_counters (counters.h) */
 };
 
 /* Limit of live children of one type per IA (0 = unlimited) and the
@@ -69,9 +72,16 @@ static inline DAT_RETURN sd_ia_get(DAT_IA_HANDLE raw, struct sd_ia **out)
     return rc;
 }
 
+/* a and b are open instances of the same IA (ia_ha.c): objects that hold
+ * no memory-table state (EVDs) may be shared between them. */
+bool sd_ia_same_device(const struct sd_ia *a, const struct sd_ia *b);
+
 /* Query implementation (ia_attr.c). */
 DAT_RETURN sd_ia_query(DAT_IA_HANDLE ia_handle, DAT_EVD_HANDLE *async_evd_handle, DAT_IA_ATTR_MASK ia_mask,
                        DAT_IA_ATTR *ia_attr, DAT_PROVIDER_ATTR_MASK pr_mask, DAT_PROVIDER_ATTR *pr_attr);
 DAT_RETURN sd_ia_close(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS flags);
+/* The attributes dat_ia_query reports for ia (either pointer may be NULL);
+ * ia needs only rec and addr (open query, ia_query.c). */
+void sd_ia_fill_attrs(struct sd_ia *ia, DAT_IA_ATTR *ia_attr, DAT_PROVIDER_ATTR *pr_attr);
 
 #endif

@@ -21,6 +21,10 @@ static DAT_NAMED_ATTR provider_specific[] = {
     /* Unreliable datagrams over UDP (ep_ud.c, emu/ud.c); UD MTU = the
      * transport MTU above. */
     {"DAT_IB_UD", "TRUE"},
+    /* dat_ib_query_counters & co. count real events (counters.c). */
+    {"DAT_COUNTERS", "TRUE"},
+    /* iWARP extension: socket service points (ssp.c, docs/iwarp-ssp.md). */
+    {"DAT_IW_ATTR_SSP", "TRUE"},
 };
 _Static_assert(SD_TRANSPORT_MTU == 32768, "DAT_IB_TRANSPORT_MTU string must match limits.h");
 
@@ -122,6 +126,14 @@ static void fill_provider_attr(struct sd_ia *ia, DAT_PROVIDER_ATTR *p)
     p->ha_loadbalancing = DAT_HA_LB_NONE;
     p->num_provider_specific_attr = NELEM(provider_specific);
     p->provider_specific_attr = provider_specific;
+}
+
+void sd_ia_fill_attrs(struct sd_ia *ia, DAT_IA_ATTR *ia_attr, DAT_PROVIDER_ATTR *pr_attr)
+{
+    if (ia_attr != NULL)
+        fill_ia_attr(ia, ia_attr);
+    if (pr_attr != NULL)
+        fill_provider_attr(ia, pr_attr);
 }
 
 DAT_RETURN sd_ia_query(DAT_IA_HANDLE ia_handle, DAT_EVD_HANDLE *async_evd_handle, DAT_IA_ATTR_MASK ia_mask,

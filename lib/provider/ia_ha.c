@@ -52,6 +52,20 @@ static DAT_RETURN sd_ia_ha_related(DAT_IA_HANDLE ia_handle, const DAT_NAME_PTR n
     return rc;
 }
 
+/* Several open instances of one IA (same dat.conf IA name, same address)
+ * are one device: an event stream may feed an EVD of another instance, as
+ * OFA DAPL allows and dapltest -T L -w N relies on (an EP of instance 1
+ * with EVDs of instance 0). The spec neither requires nor forbids it.
+ * Memory objects are not shared: each instance has its own memory table. */
+bool sd_ia_same_device(const struct sd_ia *a, const struct sd_ia *b)
+{
+    if (a == b)
+        return true;
+    if (a == NULL || b == NULL || a->rec == NULL || b->rec == NULL)
+        return false;
+    return strcmp(a->rec->info.ia_name, b->rec->info.ia_name) == 0 && same_address(&a->addr, &b->addr);
+}
+
 void sd_ia_ha_fill_table(DAT_PROVIDER *p)
 {
     p->ia_ha_related_func = sd_ia_ha_related;

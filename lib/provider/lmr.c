@@ -4,6 +4,7 @@
  * Lnnnn = DAT 2.0 spec text lines. */
 #include "lib/provider/lmr.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -224,6 +225,14 @@ static DAT_RETURN sd_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, 
     if ((uint64_t)(uintptr_t)ptr + len < (uint64_t)(uintptr_t)ptr) { /* range wraps */
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
         goto out;
+    }
+    /* Refuse what an HCA's pinning refuses (L7841: "previously allocated
+     * by the Consumer"): memory that is not mapped, or a write right the
+     * mapping cannot grant (any write right: local, remote, atomic). */
+    switch (emu_mem_probe(ptr, len, (priv & ~(DAT_MEM_PRIV_LOCAL_READ_FLAG | DAT_MEM_PRIV_REMOTE_READ_FLAG)) != 0)) {
+    case 0: break;
+    case -EACCES: rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6); goto out;
+    default: rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3); goto out;
     }
     lmr = (struct sd_lmr *)sd_handle_alloc(&lmr_ops, ia);
     if (lmr == NULL) {

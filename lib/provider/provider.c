@@ -131,6 +131,20 @@ int sd_provider_find_params(const char *ia_name, char *params, size_t len)
     return found;
 }
 
+struct sd_provider_rec *sd_provider_find(const char *ia_name, DAT_BOOLEAN thread_safe)
+{
+    struct sd_provider_rec *found = NULL;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < SD_MAX_PROVIDER_RECORDS; i++) {
+        if (!g_recs[i].in_use || strncmp(g_recs[i].info.ia_name, ia_name, DAT_NAME_MAX_LENGTH) != 0)
+            continue;
+        if (found == NULL || g_recs[i].info.is_thread_safe == thread_safe)
+            found = &g_recs[i];
+    }
+    pthread_mutex_unlock(&g_lock);
+    return found;
+}
+
 int sd_provider_attached_count(void)
 {
     int n = 0;

@@ -47,6 +47,9 @@ int sd_provider_detach(const DAT_PROVIDER_INFO *info);
 /* The ia_params of an attached record named ia_name (any key) into params;
  * 1 if found, else 0. */
 int sd_provider_find_params(const char *ia_name, char *params, size_t len);
+/* An attached record named ia_name, the one with this thread safety if
+ * there are several; NULL if none. */
+struct sd_provider_rec *sd_provider_find(const char *ia_name, DAT_BOOLEAN thread_safe);
 /* Number of attached records (tests). */
 int sd_provider_attached_count(void);
 

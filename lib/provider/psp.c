@@ -114,8 +114,8 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
     bool prov = false, rsp_prov = false;
     pthread_mutex_lock(&sp->lock);
     DAT_CONN_QUAL qual = sp->conn_qual;
-    if (sp->h.type == DAT_HANDLE_TYPE_RSP) {
-        /* One request per RSP; later ones see "nobody listens" (L4414). */
+    if (sp->h.type == DAT_HANDLE_TYPE_RSP || sp->h.type == SD_HTYPE_SSP) {
+        /* One request per RSP (or SSP); later ones see "nobody listens" (L4414). */
         if (sp->used || sp->ep == NULL) {
             pthread_mutex_unlock(&sp->lock);
             emu_conn_free(conn);
@@ -201,6 +201,7 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
         /* The backlog is the EVD (L3961): full means a non-peer reject;
          * destroying the CR closes the request and undoes the EP. */
         SD_WARN("sp", "CR EVD full: refusing a request on %llu", (unsigned long long)qual);
+        SD_CNT_IA(ia, DCNT_IA_CM_ERR_REQ_FULLQ);
         sd_handle_destroy(&cr->h, DAT_INVALID_HANDLE_CR);
     }
     return;
@@ -291,7 +292,7 @@ DAT_RETURN sd_sp_new(struct sd_ia *ia, const struct sd_handle_ops *ops, DAT_EVD_
     if (rc != DAT_SUCCESS)
         return rc;
     struct sd_sp *sp = NULL;
-    if (evd->h.ia != ia || !sd_evd_accepts(evd, DAT_EVD_CR_FLAG)) {
+    if (!sd_ia_same_device(evd->h.ia, ia) || !sd_evd_accepts(evd, DAT_EVD_CR_FLAG)) {
         rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
     } else if ((sp = (struct sd_sp *)sd_handle_alloc(ops, ia)) == NULL) {
         rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
@@ -467,7 +468,15 @@ static DAT_RETURN sd_psp_create(DAT_IA_HANDLE ia, DAT_CONN_QUAL qual, DAT_EVD_HA
 static DAT_RETURN sd_psp_create_any(DAT_IA_HANDLE ia, DAT_CONN_QUAL *qual, DAT_EVD_HANDLE evd, DAT_PSP_FLAGS flags,
                                     DAT_PSP_HANDLE *psp)
 {
-    return psp_create_common(ia, 0, true, qual, evd, flags, psp);
+    DAT_RETURN rc = psp_create_common(ia, 0, true, qual, evd, flags, psp);
+    if (rc == DAT_SUCCESS) {
+        struct sd_ia *i;
+        if (sd_ia_get(ia, &i) == DAT_SUCCESS) {
+            SD_CNT_IA(i, DCNT_IA_PSP_CREATE_ANY);
+            sd_handle_put(&i->h);
+        }
+    }
+    return rc;
 }
 
 static DAT_RETURN sd_psp_query(DAT_PSP_HANDLE psp_handle, DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM *p)

@@ -58,6 +58,9 @@ check() {
         ok "$what: IA address 127.0.0.1" || notok "$what: IA address is not 127.0.0.1: $(grep ia_address "$out")"
     grep -Eq '^ +extension_supported: +IB ' "$out" &&
         ok "$what: extension IB" || notok "$what: extension is not IB: $(grep extension_supported "$out")"
+    grep -Eq '^ +extension_features: .*counters.*iwarp-socket-service-points' "$out" &&
+        ok "$what: counters and socket service points advertised" ||
+        notok "$what: extension features: $(grep extension_features "$out")"
     grep -Eq '^ +dapl_version: +2\.0$' "$out" &&
         ok "$what: dapl_version 2.0" || notok "$what: dapl_version is not 2.0"
     grep -Eq '^ +max_eps: +[1-9]' "$out" &&

@@ -5,7 +5,8 @@
 # several threads and endpoints, data validation (-V), completion polling
 # (-P), reaping sends on receives (-f) and RSPs (-r); a performance test
 # (-T P, RDMA write and read); -T Q stops the server, which must then exit
-# 0. Finally the limit test (-T L, no server), per sub-test.
+# 0. Finally the limit test (-T L, no server), per sub-test, with one and
+# with four open instances of the IA (-w 1, -w 4).
 # This dapltest has no CNO option for -T T (only dtest -c exercises CNOs).
 # Exit 0 pass, 77 skip, else fail.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -94,19 +95,34 @@ limit_ok() { # log
     grep -Eq 'created: [1-9]|posted per EP: [1-9]|OK - stopping now|IAs opened: [1-9]' "$1" &&
         ! grep -E 'fails?:|[Ee]rror' "$1" | grep -vq 'DAT_INSUFFICIENT_RESOURCES'
 }
+# -w 4: four open instances of the IA; dapltest creates an EP of one
+# instance with EVDs of another (shared objects, issue 8 §4a).
 for reg in $(il_registries); do
+    for w in 1 4; do
     for sub in limit_ia limit_pz limit_cno limit_evd limit_ep limit_rsp limit_psp limit_lmr \
         limit_rpost limit_size_lmr ""; do
-        log=$IL_TMP/dapltest-L-$reg-${sub:-all}.log t0=$SECONDS
+        log=$IL_TMP/dapltest-L-$reg-w$w-${sub:-all}.log t0=$SECONDS
         # shellcheck disable=SC2086
-        il_run "$reg" 90 dapltest -T L -D "$IL_IA" -w 1 -m 100 $sub >"$log" 2>&1 </dev/null
+        il_run "$reg" 90 dapltest -T L -D "$IL_IA" -w $w -m 100 $sub >"$log" 2>&1 </dev/null
         rc=$?
         if [ $rc -eq 0 ] && limit_ok "$log"; then
-            il_ok "dapltest -T L -w 1 -m 100 ${sub:-(all)}, $reg libdat2 ($((SECONDS - t0))s)"
+            il_ok "dapltest -T L -w $w -m 100 ${sub:-(all)}, $reg libdat2 ($((SECONDS - t0))s)"
         else
-            il_notok "dapltest -T L -w 1 -m 100 ${sub:-(all)}, $reg libdat2 (exit $rc)"
+            il_notok "dapltest -T L -w $w -m 100 ${sub:-(all)}, $reg libdat2 (exit $rc)"
             grep -E 'fails?:|[Ee]rror' "$log" | grep -v INSUFFICIENT_RESOURCES | head -5 | sed 's/^/  # limit: /'
         fi
     done
+    done
 done
+# Once at dapltest's own default maximum (1000 of each object, 1000 IAs
+# open at once) with four instances, under our registry (about a minute).
+log=$IL_TMP/dapltest-L-default-max.log t0=$SECONDS
+il_run ours 300 dapltest -T L -D "$IL_IA" -w 4 >"$log" 2>&1 </dev/null
+rc=$?
+if [ $rc -eq 0 ] && limit_ok "$log" && grep -q 'IAs opened: 1000' "$log" && grep -q 'EPs created: 1000' "$log"; then
+    il_ok "dapltest -T L -w 4 (default maximum, all sub-tests), ours libdat2 ($((SECONDS - t0))s)"
+else
+    il_notok "dapltest -T L -w 4 (default maximum), ours libdat2 (exit $rc)"
+    grep -E 'fails?:|[Ee]rror' "$log" | grep -v INSUFFICIENT_RESOURCES | head -5 | sed 's/^/  # limit: /'
+fi
 il_finish

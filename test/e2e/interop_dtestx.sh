@@ -2,7 +2,11 @@
 # Debian's dtestx (DAT IB extensions) against softdat, under our libdat2
 # and under Debian's:
 #  - RC over loopback: RDMA write with immediate data, compare-and-swap,
-#    fetch-and-add ("immed/atomic test PASSED");
+#    fetch-and-add ("immed/atomic test PASSED"), in the modes default, -v,
+#    -m, -p (counters: dat_ib_query/print_counters) and -q
+#    (dat_ib_open_query, no server); the RC modes also between two network
+#    namespaces (server in the first, client in the second,
+#    test/e2e/lib/netns2.sh);
 #  - unreliable datagrams (-u, -U 1, -U 4, -U 16, -u -m, -U 16 -m) over loopback
 #    and between two network namespaces joined by a veth pair
 #    (test/e2e/lib/netns.sh): UD address exchange, datagrams both ways,
@@ -18,6 +22,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/interop.sh"
 # shellcheck source=test/e2e/lib/netns.sh
 . "$here/lib/netns.sh"
+# shellcheck source=test/e2e/lib/netns2.sh
+. "$here/lib/netns2.sh"
 il_require_bin dtestx
 
 SIDE=15828
@@ -79,11 +85,88 @@ ud_ns_case() {
     judge "$reg" "UD $args, two network namespaces" 'UD test PASSED'
 }
 
+# query REG: dtestx -q (dat_ib_open_query / dat_ib_close_query, no
+# server): the attributes of the IA by name, without opening it.
+query() {
+    local reg=$1 log=$IL_TMP/dtestx-q-$1.log rc
+    il_run "$reg" 30 dtestx -P "$IL_IA" -q >"$log" 2>&1 </dev/null
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "Open_Query: $IL_IA num_attrs" "$log" &&
+        grep -q 'DAT_COUNTERS=TRUE' "$log" && ! grep -Eq "$BAD" "$log"; then
+        il_ok "dtestx -q (open query), $reg libdat2"
+    else
+        il_notok "dtestx -q (open query), $reg libdat2 (exit $rc)"; il_show q "$log" 8
+    fi
+}
+
 UD_MODES=("-u" "-U 1" "-U 4" "-U 16" "-u -m" "-U 16 -m")
 for reg in $(il_registries); do
     case_ "$reg" "RC: write-immediate, cmp-and-swap, fetch-and-add" ""
+    case_ "$reg" "-v (verbose)" "-v"
+    case_ "$reg" "-m" "-m"
+    case_ "$reg" "-p (counters)" "-p"
+    # -p: both sides printed their IA, EP and EVD counters, and the client
+    # EP counted its write-immediate and its two fetch-and-adds.
+    if grep -q 'EP\[0\] Cntrs' "$IL_CLOG" 2>/dev/null && grep -q 'IA Cntrs' "$IL_SLOG" 2>/dev/null &&
+        grep -Eq 'DCNT_EP_POST_WRITE_IMM +1$' "$IL_CLOG" && grep -Eq 'DCNT_EP_POST_FETCH_ADD +2$' "$IL_CLOG"; then
+        il_ok "dtestx -p counted the client's operations, $reg libdat2"
+    else
+        il_notok "dtestx -p counters, $reg libdat2"; il_show client "$IL_CLOG" 20
+    fi
+    query "$reg"
     for m in "${UD_MODES[@]}"; do ud_case "$reg" "$m"; done
 done
+# ns_case REG LABEL ARGS: server here on softdat-nsa, client in the second
+# namespace on softdat-nsb.
+ns_case() {
+    local reg=$1 label=$2 args=$3 t0=$SECONDS
+    local slog=$IL_TMP/dtestx-ns-$reg-$((++nsn)).server.log clog=$IL_TMP/dtestx-ns-$reg-$nsn.client.log
+    local name="dtestx $label, two namespaces, $reg libdat2"
+    if ! il_wait_port_free $SIDE 20; then
+        il_notok "$name: port $SIDE busy"; return
+    fi
+    # shellcheck disable=SC2086
+    il_start "$reg" 60 "$slog" dtestx -P softdat-nsa -s $args
+    local spid=$IL_PID
+    if ! il_wait_listen $SIDE "$spid" 20; then
+        il_notok "$name: server not listening"; il_show server "$slog"; il_stop "$spid"; return
+    fi
+    # shellcheck disable=SC2086
+    il_run "$reg" 60 nsenter -t "$NS2_PID" -n dtestx -P softdat-nsb -h 10.77.0.1 $args >"$clog" 2>&1 </dev/null
+    local crc=$?
+    il_wait "$spid" 15
+    local src=$?
+    if [ $crc -eq 0 ] && [ $src -eq 0 ] && ! grep -Eq "$BAD" "$slog" "$clog" &&
+        grep -q 'immed/atomic test PASSED' "$clog" && grep -q 'immed/atomic test PASSED' "$slog"; then
+        il_ok "$name ($((SECONDS - t0))s)"
+    else
+        il_notok "$name (client exit $crc, server exit $src)"
+        il_show client "$clog" 8; il_show server "$slog" 8
+    fi
+}
+
+nsn=0
+if ns2_setup; then
+    ns2_conf "$IL_TMP/ns.conf" "$BUILD/lib/libdaplsoft.so.2"
+    IL_CONF=$IL_TMP/ns.conf
+    for reg in $(il_registries); do
+        ns_case "$reg" "RC" ""
+        ns_case "$reg" "-v" "-v"
+        ns_case "$reg" "-m" "-m"
+        ns_case "$reg" "-p (counters)" "-p"
+        qlog=$IL_TMP/dtestx-ns-q-$reg.log
+        il_run "$reg" 30 nsenter -t "$NS2_PID" -n dtestx -P softdat-nsb -q >"$qlog" 2>&1 </dev/null
+        if [ $? -eq 0 ] && grep -q 'Open_Query: softdat-nsb num_attrs' "$qlog"; then
+            il_ok "dtestx -q (open query), second namespace, $reg libdat2"
+        else
+            il_notok "dtestx -q (open query), second namespace, $reg libdat2"; il_show q "$qlog" 8
+        fi
+    done
+    ns2_cleanup
+    IL_CONF=$BUILD/dat.conf
+else
+    il_skip "dtestx between two network namespaces: $NS2_WHY"
+fi
 if ns_setup; then
     for reg in $(il_registries); do
         for m in "${UD_MODES[@]}"; do ud_ns_case "$reg" "$m"; done

@@ -66,7 +66,7 @@ if [ -z "$port" ]; then
 fi
 ok "server listening on conn_qual $port (raw TCP $((port + 1)))"
 
-timeout 120 "$PERF" -c 127.0.0.1 -P "$IA" -p "$port" -v --compare -m 64,65536 -n 200 -t 0.2 -r 3 \
+timeout 120 "$PERF" -c 127.0.0.1 -P "$IA" -p "$port" --compare -v -m 64,65536 -n 200 -t 0.2 -r 3 \
     --timeout 10 >"$tmp/cli.out" 2>"$tmp/cli.err" </dev/null
 rc=$?
 
@@ -91,6 +91,11 @@ if [ "$rc" = 4 ] && grep -q 'DAT_NOT_IMPLEMENTED' "$tmp/cli.err"; then
     grep -m 3 'DAT_NOT_IMPLEMENTED' "$tmp/cli.err" | sed 's/^/    /'
     exit 77
 fi
+
+# -v: the IB extension counters of the run's IA, EP and EVD (DAT_COUNTERS).
+grep -q '^counters (EP):' "$tmp/cli.err" && grep -Eq 'EP_POST_SEND=[1-9]' "$tmp/cli.err" &&
+    grep -Eq 'IA_CM_ACTIVE_EST=[1-9]' "$tmp/cli.err" && ok "-v printed the run's counters" ||
+    notok "-v printed no counters"
 
 if [ "$rc" = 0 ]; then
     ok "client --compare exit 0"

@@ -130,7 +130,7 @@ static void on_request(struct emu_listener *l, const struct emu_conn_request *r,
         fprintf(stderr, "accept failed\n");
 }
 
-static const struct emu_listener_ops lops = {on_request};
+static const struct emu_listener_ops lops = {.request = on_request};
 
 static bool wait_until(bool (*pred)(void))
 {

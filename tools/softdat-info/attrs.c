@@ -110,6 +110,36 @@ static void print_named_attrs(const char *what, DAT_COUNT n, const DAT_NAMED_ATT
                attrs[i].value ? attrs[i].value : "(null)");
 }
 
+static int has_attr(const DAT_PROVIDER_ATTR *p, const char *name)
+{
+    for (DAT_COUNT i = 0; i < p->num_provider_specific_attr; i++)
+        if (p->provider_specific_attr[i].name && strcmp(p->provider_specific_attr[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The optional extension features, by the attribute names that announce
+ * them (IB extension: DAT_COUNTERS etc.; iWARP: DAT_IW_ATTR_SSP). */
+static void print_extensions(const DAT_PROVIDER_ATTR *p)
+{
+    static const struct {
+        const char *attr, *what;
+    } feats[] = {
+        {"DAT_IB_IMMED_DATA", "rdma-write-immediate"},
+        {"DAT_IB_CMP_AND_SWAP", "cmp-and-swap"},
+        {"DAT_IB_FETCH_AND_ADD", "fetch-and-add"},
+        {"DAT_IB_UD", "ud"},
+        {"DAT_COUNTERS", "counters"},
+        {"DAT_IW_ATTR_SSP", "iwarp-socket-service-points"},
+    };
+    char buf[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof feats / sizeof feats[0]; i++)
+        if (has_attr(p, feats[i].attr) && len < sizeof buf)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? " " : "", feats[i].what);
+    info_line("extension_features:", "%s", len ? buf : "(none)");
+}
+
 void info_print_ia_attr(const DAT_IA_ATTR *a, int verbose)
 {
     char buf[128];
@@ -290,4 +320,5 @@ void info_print_provider_attr(const DAT_PROVIDER_ATTR *p, int verbose)
     info_line("ha_loadbalancing:", "%s", v < 3 ? ha_lb_names[v] : "unknown");
     print_named_attrs("provider_specific_attr", p->num_provider_specific_attr,
                       p->provider_specific_attr);
+    print_extensions(p);
 }

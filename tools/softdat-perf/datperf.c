@@ -485,6 +485,8 @@ static void sess_teardown(struct sess *s, int connected)
             perf_progress("dat_ep_disconnect: %s", perf_dat_strerror(ret, e, sizeof(e)));
         }
     }
+    if (s->o->verbose)
+        perf_print_counters(s->ia, s->ep, s->dto_evd);
     if (s->ep != DAT_HANDLE_NULL && (ret = dat_ep_free(s->ep)) != DAT_SUCCESS)
         perf_progress("warning: dat_ep_free: %s", perf_dat_strerror(ret, e, sizeof(e)));
     if (s->lmr != DAT_HANDLE_NULL && (ret = dat_lmr_free(s->lmr)) != DAT_SUCCESS)

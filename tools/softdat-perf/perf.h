@@ -135,4 +135,7 @@ int raw_listen(const DAT_SOCK_ADDR *addr, unsigned port);
  * set when the client said its session ends with this connection. */
 int raw_serve_conn(const struct perf_opts *o, int fd, int *last);
 
+/* counters.c: -v prints the IB extension counters after a run. */
+void perf_print_counters(DAT_IA_HANDLE ia, DAT_EP_HANDLE ep, DAT_EVD_HANDLE evd);
+
 #endif

@@ -116,8 +116,17 @@ START_TEST(csp_create_errors)
                       DAT_INVALID_HANDLE_EVD_CR);
     ck_assert_dat_err(p->csp_create_func(s.ia, &tcp4, ap, s.conn, &csp), DAT_INVALID_HANDLE,
                       DAT_INVALID_HANDLE_EVD_CR); /* no CR flag */
-    ck_assert_dat_err(p->csp_create_func(s.ia, &tcp4, ap, o.cr, &csp), DAT_INVALID_HANDLE,
-                      DAT_INVALID_HANDLE_EVD_CR); /* another IA's */
+    {
+        /* Another IA's (another dat.conf name; another open instance of
+         * the same IA may share its EVDs, test_shared_ia). */
+        DAT_PROVIDER *op = fx_provider("t-csp-other", "lo", DAT_FALSE);
+        DAT_IA_HANDLE oia = fx_open(op, NULL);
+        DAT_EVD_HANDLE ocr;
+        ck_assert_dat_ok(op->evd_create_func(oia, 4, NULL, DAT_EVD_CR_FLAG, &ocr));
+        ck_assert_dat_err(p->csp_create_func(s.ia, &tcp4, ap, ocr, &csp), DAT_INVALID_HANDLE,
+                          DAT_INVALID_HANDLE_EVD_CR);
+        ck_assert_dat_ok(op->ia_close_func(oia, DAT_CLOSE_ABRUPT_FLAG));
+    }
     ck_assert_dat_err(p->csp_create_func(s.ia, &tcp4, ap, s.pz, &csp), DAT_INVALID_HANDLE,
                       DAT_INVALID_HANDLE_EVD_CR);
 

@@ -150,7 +150,10 @@ START_TEST(bad_handles)
     ck_assert_dat_err(ext(f.p, f.pz, DAT_IB_RDMA_WRITE_IMMED_OP, (DAT_COUNT)1, &t, ck(1), &r, (DAT_UINT32)7,
                           (DAT_COMPLETION_FLAGS)0),
                       DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
-    ck_assert_dat_err(ext(f.p, f.pz, DAT_IB_QUERY_COUNTERS_OP, 0, NULL, 0), DAT_NOT_IMPLEMENTED, 0);
+    /* Counters exist for IAs, EPs and EVDs, not PZs (test_counters). */
+    ck_assert_dat_err(ext(f.p, f.pz, DAT_IB_QUERY_COUNTERS_OP, 0, NULL, 0), DAT_INVALID_HANDLE, DAT_INVALID_HANDLE1);
+    ck_assert_dat_err(ext(f.p, f.pz, DAT_IB_COLLECTIVE_BARRIER_OP, NULL, (DAT_DTO_COOKIE){0}, 0),
+                      DAT_NOT_IMPLEMENTED, 0);
     ck_assert_dat_err(ext(f.p, (DAT_HANDLE)0x10, DAT_IB_QUERY_COUNTERS_OP, 0, NULL, 0), DAT_INVALID_HANDLE,
                       DAT_INVALID_HANDLE1);
     teardown(&f);

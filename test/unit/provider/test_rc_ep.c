@@ -23,6 +23,11 @@ struct fx {
     DAT_IA_HANDLE ia, ia2, dead_ia;
     DAT_PZ_HANDLE pz, pz2, pz_ia2, pz_dead;
     DAT_EVD_HANDLE dto, conn, cr, bind, dto_ia2, conn_ia2, evd_dead;
+    /* Another IA (another dat.conf name): its EVDs are foreign. ia2 is
+     * another open instance of the same IA, whose EVDs may be shared. */
+    DAT_PROVIDER *po;
+    DAT_IA_HANDLE ia_o;
+    DAT_EVD_HANDLE dto_o, conn_o;
 };
 
 static void fx_setup(struct fx *f, const char *name)
@@ -47,12 +52,17 @@ static void fx_setup(struct fx *f, const char *name)
     ck_assert_dat_ok(p->evd_create_func(f->ia2, 16, NULL, DAT_EVD_CONNECTION_FLAG, &f->conn_ia2));
     ck_assert_dat_ok(p->evd_create_func(f->ia, 16, NULL, DAT_EVD_DTO_FLAG, &f->evd_dead));
     ck_assert_dat_ok(p->evd_free_func(f->evd_dead));
+    f->po = fx_provider("t-rc-ep-other", "lo", DAT_FALSE);
+    f->ia_o = fx_open(f->po, NULL);
+    ck_assert_dat_ok(f->po->evd_create_func(f->ia_o, 16, NULL, DAT_EVD_DTO_FLAG, &f->dto_o));
+    ck_assert_dat_ok(f->po->evd_create_func(f->ia_o, 16, NULL, DAT_EVD_CONNECTION_FLAG, &f->conn_o));
 }
 
 static void fx_teardown(struct fx *f)
 {
     ck_assert_dat_ok(f->p->ia_close_func(f->ia, DAT_CLOSE_ABRUPT_FLAG));
     ck_assert_dat_ok(f->p->ia_close_func(f->ia2, DAT_CLOSE_ABRUPT_FLAG));
+    ck_assert_dat_ok(f->po->ia_close_func(f->ia_o, DAT_CLOSE_ABRUPT_FLAG));
 }
 
 static DAT_EP_HANDLE mk_ep(struct fx *f)
@@ -131,15 +141,15 @@ START_TEST(create_bad_handles)
         ck_assert_dat_err(p->ep_create_func(f.ia, bad_pz[i], f.dto, f.dto, f.conn, NULL, &ep), DAT_INVALID_HANDLE,
                           DAT_INVALID_HANDLE_PZ);
     /* EVDs: garbage, another type, freed, another IA's, without the stream */
-    DAT_EVD_HANDLE bad_rv[] = {(DAT_EVD_HANDLE)junk, (DAT_EVD_HANDLE)f.pz, f.evd_dead, f.dto_ia2, f.conn, f.bind};
+    DAT_EVD_HANDLE bad_rv[] = {(DAT_EVD_HANDLE)junk, (DAT_EVD_HANDLE)f.pz, f.evd_dead, f.dto_o, f.conn, f.bind};
     for (size_t i = 0; i < sizeof bad_rv / sizeof bad_rv[0]; i++)
         ck_assert_dat_err(p->ep_create_func(f.ia, f.pz, bad_rv[i], f.dto, f.conn, NULL, &ep), DAT_INVALID_HANDLE,
                           DAT_INVALID_HANDLE_EVD_RECV);
-    DAT_EVD_HANDLE bad_rq[] = {(DAT_EVD_HANDLE)junk, (DAT_EVD_HANDLE)f.pz, f.evd_dead, f.dto_ia2, f.conn, f.cr};
+    DAT_EVD_HANDLE bad_rq[] = {(DAT_EVD_HANDLE)junk, (DAT_EVD_HANDLE)f.pz, f.evd_dead, f.dto_o, f.conn, f.cr};
     for (size_t i = 0; i < sizeof bad_rq / sizeof bad_rq[0]; i++)
         ck_assert_dat_err(p->ep_create_func(f.ia, f.pz, f.dto, bad_rq[i], f.conn, NULL, &ep), DAT_INVALID_HANDLE,
                           DAT_INVALID_HANDLE_EVD_REQUEST);
-    DAT_EVD_HANDLE bad_cn[] = {(DAT_EVD_HANDLE)junk, (DAT_EVD_HANDLE)f.pz, f.evd_dead, f.conn_ia2, f.dto, f.cr};
+    DAT_EVD_HANDLE bad_cn[] = {(DAT_EVD_HANDLE)junk, (DAT_EVD_HANDLE)f.pz, f.evd_dead, f.conn_o, f.dto, f.cr};
     for (size_t i = 0; i < sizeof bad_cn / sizeof bad_cn[0]; i++)
         ck_assert_dat_err(p->ep_create_func(f.ia, f.pz, f.dto, f.dto, bad_cn[i], NULL, &ep), DAT_INVALID_HANDLE,
                           DAT_INVALID_HANDLE_EVD_CONN);
@@ -652,7 +662,7 @@ START_TEST(modify_bad_values)
                           DAT_INVALID_HANDLE_PZ);
     }
     w = v;
-    DAT_EVD_HANDLE bad_evd[] = {(DAT_EVD_HANDLE)junk, (DAT_EVD_HANDLE)f.pz, f.evd_dead, f.dto_ia2, f.cr};
+    DAT_EVD_HANDLE bad_evd[] = {(DAT_EVD_HANDLE)junk, (DAT_EVD_HANDLE)f.pz, f.evd_dead, f.dto_o, f.cr};
     for (size_t i = 0; i < sizeof bad_evd / sizeof bad_evd[0]; i++) {
         w = v;
         w.recv_evd_handle = w.request_evd_handle = w.connect_evd_handle = bad_evd[i];

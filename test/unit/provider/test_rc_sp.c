@@ -15,6 +15,8 @@
 struct bad_evds {
     DAT_EVD_HANDLE h[7];
     size_t n;
+    DAT_PROVIDER *op; /* another IA (another dat.conf name): its EVDs are foreign */
+    DAT_IA_HANDLE oia;
 };
 
 static struct bad_evds bad_cr_evds(struct side *s, struct side *o)
@@ -27,10 +29,20 @@ static struct bad_evds bad_cr_evds(struct side *s, struct side *o)
     b.h[b.n++] = (DAT_EVD_HANDLE)junk;
     b.h[b.n++] = (DAT_EVD_HANDLE)s->pz;
     b.h[b.n++] = dead;
-    b.h[b.n++] = o->cr;   /* another IA's */
+    /* Another IA's. Another open instance of the same IA (o) is the same
+     * device, whose EVDs may be shared (test_shared_ia). */
+    (void)o;
+    b.op = fx_provider("t-rc-sp-other", "lo", DAT_FALSE);
+    b.oia = fx_open(b.op, NULL);
+    ck_assert_dat_ok(b.op->evd_create_func(b.oia, 4, NULL, DAT_EVD_CR_FLAG, &b.h[b.n++]));
     b.h[b.n++] = s->conn; /* no CR stream */
     b.h[b.n++] = s->dto;
     return b;
+}
+
+static void bad_cr_evds_done(struct bad_evds *b)
+{
+    ck_assert_dat_ok(b->op->ia_close_func(b->oia, DAT_CLOSE_ABRUPT_FLAG));
 }
 
 START_TEST(psp_errors)
@@ -57,6 +69,7 @@ START_TEST(psp_errors)
         ck_assert_dat_err(p->psp_create_any_func(s.ia, &aq, be.h[i], C, &psp), DAT_INVALID_HANDLE,
                           DAT_INVALID_HANDLE_EVD_CR);
     }
+    bad_cr_evds_done(&be);
     ck_assert_dat_err(p->psp_create_func(s.ia, 0, s.cr, C, &psp), DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     ck_assert_dat_err(p->psp_create_func(s.ia, 0x30000, s.cr, C, &psp), DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     ck_assert_dat_err(p->psp_create_func(s.ia, q, s.cr, (DAT_PSP_FLAGS)2, &psp), DAT_INVALID_PARAMETER,
@@ -156,6 +169,7 @@ START_TEST(rsp_errors)
     for (size_t i = 0; i < be.n; i++)
         ck_assert_dat_err(p->rsp_create_func(s.ia, q, ep, be.h[i], &rsp), DAT_INVALID_HANDLE,
                           DAT_INVALID_HANDLE_EVD_CR);
+    bad_cr_evds_done(&be);
     ck_assert_dat_err(p->rsp_create_func(s.ia, 0, ep, s.cr, &rsp), DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     ck_assert_dat_err(p->rsp_create_func(s.ia, q, ep, s.cr, NULL), DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     /* The EP must be Unconnected (or its unconfigured twin) (L4456). */
@@ -258,6 +272,7 @@ START_TEST(csp_errors)
     for (size_t i = 0; i < be.n; i++)
         ck_assert_dat_err(p->csp_create_func(s.ia, &tcp4, ap, be.h[i], &csp), DAT_INVALID_HANDLE,
                           DAT_INVALID_HANDLE_EVD_CR);
+    bad_cr_evds_done(&be);
     ck_assert_dat_err(p->csp_create_func(s.ia, NULL, ap, s.cr, &csp), DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     DAT_COMM dgram = {AF_INET, SOCK_DGRAM, 0};
     ck_assert_dat_err(p->csp_create_func(s.ia, &dgram, ap, s.cr, &csp), DAT_COMM_NOT_SUPPORTED, 0);
