@@ -28,12 +28,16 @@ il_require_bin dtestx
 
 SIDE=15828
 BAD='[Ee]rror|ERR|returned DAT_|FAILED|unexpected|mismatch|[Ww]rong'
+# bad FILE...: an error line, not counting -p's counter listing (a counter
+# such as DCNT_IA_CM_ERR_REQ_RETRY may be non-zero: a refused connect that
+# the soft RNIC retried while the server was still starting).
+bad() { grep -hv 'DCNT_' "$@" | grep -Eq "$BAD"; }
 
 # judge REG LABEL WANT: the verdict on the pair just run (IL_* of il_pair).
 judge() {
     local reg=$1 label=$2 want=$3
     local name="dtestx $label, $reg libdat2"
-    if [ "$IL_SRC" = 0 ] && [ "$IL_CRC" = 0 ] && ! grep -Eq "$BAD" "$IL_SLOG" "$IL_CLOG" &&
+    if [ "$IL_SRC" = 0 ] && [ "$IL_CRC" = 0 ] && ! bad "$IL_SLOG" "$IL_CLOG" &&
         grep -q "$want" "$IL_CLOG" && grep -q "$want" "$IL_SLOG"; then
         il_ok "$name (${IL_SECS}s)"
     elif il_not_implemented "$IL_SLOG" "$IL_CLOG"; then
@@ -92,7 +96,7 @@ query() {
     il_run "$reg" 30 dtestx -P "$IL_IA" -q >"$log" 2>&1 </dev/null
     rc=$?
     if [ $rc -eq 0 ] && grep -q "Open_Query: $IL_IA num_attrs" "$log" &&
-        grep -q 'DAT_COUNTERS=TRUE' "$log" && ! grep -Eq "$BAD" "$log"; then
+        grep -q 'DAT_COUNTERS=TRUE' "$log" && ! bad "$log"; then
         il_ok "dtestx -q (open query), $reg libdat2"
     else
         il_notok "dtestx -q (open query), $reg libdat2 (exit $rc)"; il_show q "$log" 8
@@ -136,7 +140,7 @@ ns_case() {
     local crc=$?
     il_wait "$spid" 15
     local src=$?
-    if [ $crc -eq 0 ] && [ $src -eq 0 ] && ! grep -Eq "$BAD" "$slog" "$clog" &&
+    if [ $crc -eq 0 ] && [ $src -eq 0 ] && ! bad "$slog" "$clog" &&
         grep -q 'immed/atomic test PASSED' "$clog" && grep -q 'immed/atomic test PASSED' "$slog"; then
         il_ok "$name ($((SECONDS - t0))s)"
     else
