@@ -7,6 +7,7 @@
 #include "emu/log.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -356,11 +357,10 @@ void emu_qp_detach(struct emu_qp *qp)
 /* Only a consumer that keeps polling gets the lease: passes less than
  * QP_POLL_GAP_US apart for QP_POLL_HOT_US. One that polls the EVD for a
  * moment and then something else (its memory, say) keeps the engine. */
-void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec)
+void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
 {
     if (!qp || atomic_load_explicit(&qp->poll_off, memory_order_relaxed))
         return;
-    uint64_t now = emu_now_us();
     uint64_t last = atomic_exchange_explicit(&qp->poll_last_us, now, memory_order_relaxed);
     if (now - last > QP_POLL_GAP_US)
         atomic_store_explicit(&qp->poll_since_us, now, memory_order_relaxed);
@@ -394,8 +394,11 @@ bool qp_engine_parked(struct emu_qp *qp)
 
 static void flush_deferred(struct emu_qp *qp)
 {
+    /* Polled without pause: look before taking the lock. */
+    if (!atomic_load_explicit(&qp->irq_deferred, memory_order_relaxed))
+        return;
     pthread_mutex_lock(&qp->sq_lock);
-    if (qp->irq_deferred && !qp->want_tx)
+    if (atomic_load_explicit(&qp->irq_deferred, memory_order_relaxed) && !qp->want_tx)
         qp_tx_pump(qp);
     pthread_mutex_unlock(&qp->sq_lock);
 }
@@ -428,6 +431,38 @@ void emu_qp_tx(struct emu_qp *qp)
         emu_conn_want_tx(qp->c, false);
     qp_tx_pump(qp);
     pthread_mutex_unlock(&qp->sq_lock);
+}
+
+#define QP_POLL_MANY 16u  /* emu_qp_progress_many: more QPs than this, one by one */
+
+int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
+{
+    /* Every 64th pass runs every QP whatever poll says: a safety net for a
+     * QP whose readiness poll cannot see (its socket changed under us). */
+    static _Thread_local unsigned tick;
+    int made = 0;
+    if (n < 2 || n > QP_POLL_MANY || (++tick & 63u) == 0) {
+        for (unsigned i = 0; i < n; i++)
+            made += emu_qp_progress(qps[i]);
+        return made;
+    }
+    struct pollfd pfd[QP_POLL_MANY];
+    for (unsigned i = 0; i < n; i++) {
+        pfd[i].fd = atomic_load_explicit(&qps[i]->rx_fd, memory_order_relaxed);
+        pfd[i].events = POLLIN;
+        pfd[i].revents = 0;
+    }
+    /* A stale descriptor costs at most a useless emu_qp_progress, which
+     * checks the QP's own state under its lock. */
+    int r = poll(pfd, n, 0);
+    for (unsigned i = 0; i < n; i++) {
+        if (r < 0 || pfd[i].revents != 0 ||
+            atomic_load_explicit(&qps[i]->rx_held, memory_order_relaxed))
+            made += emu_qp_progress(qps[i]);
+        else
+            flush_deferred(qps[i]);
+    }
+    return made;
 }
 
 int emu_qp_progress(struct emu_qp *qp)
@@ -477,7 +512,7 @@ void emu_qp_quiesce(struct emu_qp *qp)
         (void)qp_rx_run(qp, qp->rx_fd, false);
     pthread_mutex_unlock(&qp->rx_lock);
     pthread_mutex_lock(&qp->sq_lock);
-    if (qp->irq_deferred && !qp->want_tx)
+    if (atomic_load_explicit(&qp->irq_deferred, memory_order_relaxed) && !qp->want_tx)
         qp_tx_pump(qp); /* answers kept for the next bytes sent: send them now */
     pthread_mutex_unlock(&qp->sq_lock);
 }

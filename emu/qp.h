@@ -218,10 +218,16 @@ int emu_qp_post_recv(struct emu_qp *qp, uint64_t cookie, uint32_t nsge,
 /* Let a consumer thread make receive progress (non-blocking; skips if the
  * engine holds the receive side). Returns completions produced (>= 0). */
 int emu_qp_progress(struct emu_qp *qp);
+/* emu_qp_progress over several QPs, with one poll(2) to find those whose
+ * socket has bytes (the others only send answers that wait): a consumer
+ * polling two or more connections pays one system call per pass instead of
+ * one per connection. Returns completions produced. */
+int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n);
+
 /* A consumer thread polls this QP (it calls emu_qp_progress in a loop):
  * for the next usec the engine leaves the socket to it, looking again
  * once the lease ran out. Any thread; cheap (one clock read). */
-void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec);
+void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now_us);
 
 struct emu_qp_stats {
     uint32_t send_outstanding, recv_posted;

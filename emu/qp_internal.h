@@ -177,7 +177,8 @@ struct emu_qp {
     uint32_t irq_cap, irq_head, irq_tx, irq_tail; /* head: oldest unanswered; tx: next to start */
     bool last_was_resp;
     bool term_pending;          /* a Terminate waits for an FPDU boundary */
-    bool irq_deferred;          /* a zero-length Read's answer waits for the next pump (qp_rx.c) */
+    atomic_bool irq_deferred;   /* a zero-length Read's answer waits for the next pump (qp_rx.c);
+                                   written under sq_lock, read without it by pollers */
     struct emu_term term_out;
     struct txcur cur;
     struct txbatch tb;
@@ -185,7 +186,8 @@ struct emu_qp {
 
     /* ---- receive side (rx_lock) ---- */
     pthread_mutex_t rx_lock;
-    int rx_fd;                  /* the socket, for consumer-thread progress (-1 once detached) */
+    _Atomic int rx_fd;          /* the socket, for consumer-thread progress (-1 once detached);
+                                   written under rx_lock, read without it by emu_qp_progress_many */
     bool rx_attached;
     bool rx_dead;
     bool rx_release_tx;         /* the first FPDU releases tx_hold */
@@ -237,6 +239,7 @@ struct emu_qp {
     _Atomic uint64_t poll_since_us; /* start of its current run of close passes */
     atomic_bool poll_off;       /* the consumer met the end of the stream: no more leases */
     atomic_bool engine_parked;  /* the engine paused reading for a lease, its timer armed */
+    atomic_bool rx_held;        /* input waits in the QP (RNR stall), not in the socket */
 };
 
 /* qp.c */

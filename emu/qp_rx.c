@@ -353,7 +353,7 @@ static int read_request(struct emu_qp *qp, bool engine)
      * parked by a lease: its timer then flushes the answer at the latest
      * when the lease runs out, whatever this thread does next. */
     if (r->size == 0 && !engine && qp_engine_parked(qp))
-        qp->irq_deferred = true;
+        atomic_store_explicit(&qp->irq_deferred, true, memory_order_relaxed);
     else
         qp_tx_pump(qp);
     pthread_mutex_unlock(&qp->sq_lock);
@@ -796,6 +796,9 @@ int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
 {
     int rc = rx_run(qp, fd, engine);
     qp_rx_deliver_pending(qp);
+    /* A stalled header sits in the QP, where poll(2) cannot see it:
+     * emu_qp_progress_many must look at this QP whatever the socket says. */
+    atomic_store_explicit(&qp->rx_held, qp->rnr_since != 0, memory_order_relaxed);
     return rc;
 }
 

@@ -482,7 +482,7 @@ static void build_terminate(struct emu_qp *qp)
 void qp_tx_pump(struct emu_qp *qp)
 {
     struct emu_conn *cn = qp->c;
-    qp->irq_deferred = false;
+    atomic_store_explicit(&qp->irq_deferred, false, memory_order_relaxed);
     if (!cn || qp->want_tx || qp->tx_hold)
         return;
     struct txbatch *b = &qp->tb;

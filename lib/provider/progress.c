@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/engine.h"
 #include "emu/log.h"
 #include "emu/qp.h"
 #include "lib/provider/ep.h"
@@ -36,6 +37,7 @@ static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
 static unsigned g_poll_us = SD_POLL_US_DEFAULT;
 static bool g_off; /* SOFTDAT_POLL_US=off: no consumer progress at all */
 static unsigned g_lease_us = SD_POLL_LEASE_US_DEFAULT;
+#define SD_PROG_BATCH 16 /* QPs handed to emu_qp_progress_many at once */
 
 static void read_env(void)
 {
@@ -113,11 +115,20 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
      * off these sockets while it keeps polling (emu_qp_poll_lease), so the
      * two do not fight over two CPUs for every frame. */
     bool polling = sd_evq_consumer_polling() && g_lease_us > 0;
+    uint64_t now = polling ? emu_now_us() : 0;
+    struct emu_qp *qps[SD_PROG_BATCH];
+    unsigned nq = 0;
     for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next) {
         if (polling)
-            emu_qp_poll_lease(e->qp, g_lease_us);
-        n += emu_qp_progress(e->qp);
+            emu_qp_poll_lease(e->qp, g_lease_us, now);
+        qps[nq++] = e->qp;
+        if (nq == SD_PROG_BATCH) {
+            n += emu_qp_progress_many(qps, nq);
+            nq = 0;
+        }
     }
+    if (nq > 0)
+        n += emu_qp_progress_many(qps, nq);
     bool empty = ps->head == NULL;
     pthread_mutex_unlock(&ps->mu);
     if (n > 0) {
