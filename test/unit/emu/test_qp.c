@@ -408,6 +408,33 @@ START_TEST(t_send_sizes)
 }
 END_TEST
 
+/* emu_qp_progress_many: with B's engine blocked, a consumer pass over two
+ * QPs (B's, with a Send waiting in its socket, and A's, idle) completes
+ * B's receive; a pass with nothing readable completes nothing. */
+START_TEST(t_progress_many)
+{
+    pair_up();
+    uint8_t src[300], dst[300];
+    fill(src, sizeof src, 9);
+    memset(dst, 0, sizeof dst);
+    ck_assert_int_eq(emu_qp_post_recv(B.qp, 41, 1, &(struct emu_sge){dst, sizeof dst}), 0);
+    struct emu_qp *both[2] = {A.qp, B.qp};
+    ck_assert_int_eq(emu_qp_progress_many(both, 2), 0); /* nothing readable yet */
+    stall(&B);
+    int nr0 = get_nr(&B);
+    ck_assert_int_eq(post_send(&A, 1, src, sizeof src, 0), 0);
+    int made = 0;
+    for (int i = 0; i < 200000 && made == 0; i++) /* bounded: ~seconds at worst */
+        made += emu_qp_progress_many(both, 2);
+    unstall();
+    ck_assert_int_ge(made, 1);
+    ck_assert(WAIT_FOR(&B, B.nr > nr0));
+    ck_assert_uint_eq(B.rcq[nr0].cookie, 41);
+    ck_assert_int_eq(memcmp(src, dst, sizeof src), 0);
+    pair_down();
+}
+END_TEST
+
 START_TEST(t_send_multi_sge)
 {
     pair_up();
@@ -1453,6 +1480,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("qp");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, t_send_sizes);
+    tcase_add_test(tc, t_progress_many);
     tcase_add_test(tc, t_send_multi_sge);
     tcase_add_test(tc, t_send_many);
     tcase_add_test(tc, t_recv_too_small);
