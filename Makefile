@@ -326,8 +326,18 @@ $(FUZZ_DIR)/%: test/fuzz/%.c $(FUZZ_LIB_A)
 	$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_LIB_A) \
 	  $(EVENT_LIBS) -lm
 
-.PHONY: fuzz fuzz-build
+# The seed generator is no fuzz target: plain ASan build (the archive's
+# coverage hooks resolve to the sanitizer runtime's defaults).
+FUZZ_BINS    := $(filter-out $(FUZZ_DIR)/mkseeds,$(FUZZ_BINS))
+$(FUZZ_DIR)/mkseeds: test/fuzz/mkseeds.c $(FUZZ_LIB_A)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -MMD -MP -o $@ $< $(FUZZ_LIB_A) $(EVENT_LIBS) -lm
+
+.PHONY: fuzz fuzz-build fuzz-seeds
 fuzz-build: $(FUZZ_BINS)
+# Regenerates the committed seed corpus (run after a wire format change).
+fuzz-seeds: $(FUZZ_DIR)/mkseeds
+	$(FUZZ_DIR)/mkseeds test/fuzz/corpus
 fuzz: fuzz-build
 	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) test/fuzz/run $(FUZZ_TARGETS)
 # ---------------------------------------------------------------- end fuzz
