@@ -13,9 +13,11 @@
  * Input: byte 0 flags (bit 0 CRC negotiated, bit 1 RFC 7306 on, bit 2 an
  * RDMA Read is outstanding, bits 3-4 receives posted (0-3), bit 5 receives
  * split into 2 SGEs, bit 6 the socket accepts 64 bytes per writev, bit 7
- * an SRQ-less QP with a single-entry receive queue); byte 1 IRD (low
- * nibble) / ORD (high nibble); bytes 2-3 seed of the chunk sizes; then the
- * stream (FPDUs, right after the MPA exchange).
+ * a single-entry receive queue); byte 1: IRD (bits 0-2), receives on a
+ * shared receive queue (bit 3), ORD (bits 4-6), a Send and an RDMA Write
+ * outstanding with placement_ack (bit 7: a Terminate must find them);
+ * bytes 2-3 seed of the chunk sizes; then the stream (FPDUs, right after
+ * the MPA exchange).
  *
  * Properties: no sanitizer report; nothing outside R0/R1/R3, the posted
  * receive buffers and the Read sink changes (guard bands, the read-only
@@ -247,7 +249,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 4)
         return 0;
     uint8_t fl = data[0];
-    uint16_t ird = data[1] & 0xF, ord = data[1] >> 4;
+    uint16_t ird = data[1] & 7, ord = (data[1] >> 4) & 7;
+    bool use_srq = data[1] & 0x08, sends = data[1] & 0x80;
     uint32_t seed = 0x9E3779B9u ^ ((uint32_t)data[2] << 8 | data[3]);
     const uint8_t *stream = data + 4;
     size_t len = size - 4;
@@ -257,8 +260,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(qpenv_setup(&env) == 0);
     struct ctx x = {.env = &env};
 
+    struct emu_srq *srq = NULL;
+    if (use_srq) {
+        struct emu_srq_attr sa = {.max_recv_wr = QPENV_NRECV, .max_sge = 2};
+        FUZZ_CHECK(emu_srq_create(&sa, &srq) == 0);
+    }
     struct emu_qp_attr a = {
-        .mem = env.mt, .pz = env.pz, .max_send_wr = 4,
+        .mem = env.mt, .pz = env.pz, .srq = srq, .placement_ack = sends, .max_send_wr = 4,
         .max_recv_wr = (fl & 0x80) ? 1 : QPENV_NRECV, .max_sge = 2,
         .max_message_size = 200, /* below a receive buffer: LOC_LEN paths too */
         .ird = ird, .ord = ord, .rfc7306 = (fl & 2) != 0, .ops = &ops, .ctx = &x,
@@ -275,7 +283,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!(fl & 0x20))
             sge[0].len = QPENV_RECV_LEN;
         x.recv_len[i] = QPENV_RECV_LEN;
-        if (emu_qp_post_recv(qp, i, (fl & 0x20) ? 2 : 1, sge) != 0)
+        int rc = srq ? emu_srq_post_recv(srq, i, (fl & 0x20) ? 2 : 1, sge)
+                     : emu_qp_post_recv(qp, i, (fl & 0x20) ? 2 : 1, sge);
+        if (rc != 0)
             break;
     }
 
@@ -291,6 +301,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct emu_wr wr = {.cookie = 99, .op = EMU_WR_READ, .nsge = 1, .sge = &sink,
                             .remote_stag = 0x1234, .remote_to = 0};
         (void)emu_qp_post_send(qp, &wr);
+    }
+    if (sends) {
+        /* Sources in the read-only region R2: sending must not change it. */
+        struct emu_sge src = {arena + qpenv_area_off(2), 16};
+        struct emu_wr s1 = {.cookie = 1, .op = EMU_WR_SEND, .nsge = 1, .sge = &src};
+        struct emu_wr w1 = {.cookie = 2, .op = EMU_WR_WRITE, .nsge = 1, .sge = &src,
+                            .remote_stag = 0x4321, .remote_to = 8};
+        (void)emu_qp_post_send(qp, &s1);
+        (void)emu_qp_post_send(qp, &w1);
     }
 
     size_t off = 0;
@@ -309,6 +328,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     emu_qp_detach(qp);
     emu_qp_flush(qp);
     emu_qp_destroy(qp);
+    emu_srq_destroy(srq);
     drain(sv[1]);
     check_arena();
     FUZZ_CHECK(qpenv_teardown(&env) == 0);

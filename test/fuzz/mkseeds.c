@@ -290,6 +290,8 @@ static void qp_put(const char *name, uint8_t fl, uint8_t irdord, uint16_t seed,
 #define F_RECV3 0x18
 #define F_SGE2 0x20
 #define F_SLOWTX 0x40
+/* byte 1: 0x44 = IRD 4 / ORD 4; | 0x08 receives on an SRQ; | 0x80 a Send and a
+ * Write outstanding (placement_ack) */
 
 static void seeds_qp(const struct qpenv *e)
 {
@@ -381,6 +383,25 @@ static void seeds_qp(const struct qpenv *e)
         h = send_h(EMU_OP_SEND, 1, 0, true);
         fpdu(&b, &h, payload, 8, crc);
         QP("send_no_recv", 0, 0x44, 13);
+        QP("send_srq", F_RECV3, 0x4C, 14);
+
+        /* The peer refuses our Send (QN 0, MSN 1) and then our Write: the
+         * Terminates copy the offending headers, blaming those WRs. */
+        static struct buf ours;
+        ours.n = 0;
+        h = send_h(EMU_OP_SEND, 1, 0, true);
+        fpdu(&ours, &h, payload, 16, false);
+        b.n = 0;
+        h = term_h(EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_NO_BUF, &ours);
+        fpdu(&b, &h, NULL, 0, crc);
+        QP("terminate_blames_send", 0, 0xC4, 15);
+        ours.n = 0;
+        h = write_h(0x4321, 8, true);
+        fpdu(&ours, &h, payload, 16, false);
+        b.n = 0;
+        h = term_h(EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS, &ours);
+        fpdu(&b, &h, NULL, 0, crc);
+        QP("terminate_blames_write", 0, 0xC4, 16);
 #undef QP
     }
 }
