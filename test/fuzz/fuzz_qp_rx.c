@@ -13,7 +13,9 @@
  * Input: byte 0 flags (bit 0 CRC negotiated, bit 1 RFC 7306 on, bit 2 an
  * RDMA Read is outstanding, bits 3-4 receives posted (0-3), bit 5 receives
  * split into 2 SGEs, bit 6 the socket accepts 64 bytes per writev, bit 7
- * a single-entry receive queue); byte 1: IRD (bits 0-2), receives on a
+ * InfiniBand receiver-not-ready semantics: rnr_retry 7, and each time the
+ * receive side stalls for want of a receive, one more is posted and the
+ * stream goes on); byte 1: IRD (bits 0-2), receives on a
  * shared receive queue (bit 3), ORD (bits 4-6), a Send and an RDMA Write
  * outstanding with placement_ack (bit 7: a Terminate must find them);
  * bytes 2-3 seed of the chunk sizes; then the stream (FPDUs, right after
@@ -244,6 +246,22 @@ static size_t chunk_len(uint32_t *s, size_t left)
     return n < left ? n : left;
 }
 
+/* Receive i (any number: buffer and cookie i mod 3; a buffer reused while
+ * an earlier receive still fills it is fine, it is writable either way). */
+static int post_recv(struct emu_qp *qp, struct emu_srq *srq, struct ctx *x, unsigned i,
+                     uint8_t fl)
+{
+    unsigned k = i % QPENV_NRECV;
+    uint8_t *b = arena + qpenv_area_off(QPENV_NR + k);
+    struct emu_sge sge[2] = {{b, QPENV_RECV_LEN / 2}, {b + QPENV_RECV_LEN / 2,
+                                                       QPENV_RECV_LEN / 2}};
+    if (!(fl & 0x20))
+        sge[0].len = QPENV_RECV_LEN;
+    x->recv_len[k] = QPENV_RECV_LEN;
+    return srq ? emu_srq_post_recv(srq, k, (fl & 0x20) ? 2 : 1, sge)
+               : emu_qp_post_recv(qp, k, (fl & 0x20) ? 2 : 1, sge);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 4)
@@ -267,7 +285,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct emu_qp_attr a = {
         .mem = env.mt, .pz = env.pz, .srq = srq, .placement_ack = sends, .max_send_wr = 4,
-        .max_recv_wr = (fl & 0x80) ? 1 : QPENV_NRECV, .max_sge = 2,
+        .max_recv_wr = QPENV_NRECV, .max_sge = 2,
+        .rnr_retry = (fl & 0x80) ? EMU_QP_RNR_INFINITE : 0,
         .max_message_size = 200, /* below a receive buffer: LOC_LEN paths too */
         .ird = ird, .ord = ord, .rfc7306 = (fl & 2) != 0, .ops = &ops, .ctx = &x,
     };
@@ -276,18 +295,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     qp->read_seq = 0; /* deterministic sink STags (QPENV_READ_SINK_STAG) */
 
     unsigned nrecv = (fl >> 3) & 3;
-    for (unsigned i = 0; i < nrecv && i < QPENV_NRECV; i++) {
-        uint8_t *b = arena + qpenv_area_off(QPENV_NR + i);
-        struct emu_sge sge[2] = {{b, QPENV_RECV_LEN / 2}, {b + QPENV_RECV_LEN / 2,
-                                                           QPENV_RECV_LEN / 2}};
-        if (!(fl & 0x20))
-            sge[0].len = QPENV_RECV_LEN;
-        x.recv_len[i] = QPENV_RECV_LEN;
-        int rc = srq ? emu_srq_post_recv(srq, i, (fl & 0x20) ? 2 : 1, sge)
-                     : emu_qp_post_recv(qp, i, (fl & 0x20) ? 2 : 1, sge);
-        if (rc != 0)
+    for (unsigned i = 0; i < nrecv; i++)
+        if (post_recv(qp, srq, &x, i, fl) != 0)
             break;
-    }
 
     struct emu_conn c = {.info = {.initiator = true, .fd = sv[1], .mpa_rev = 2,
                                   .crc = (fl & 1) != 0, .p2p = true, .rtr = EMU_MPA_RTR_WRITE,
@@ -322,6 +332,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int rc = emu_qp_rx(qp, sv[1]);
         if (c.want_tx)
             emu_qp_tx(qp);
+        /* Receiver not ready (rnr_retry 7): the header waits; a new receive
+         * lets the stream go on, as the engine's retry would find it. */
+        for (int k = 0; rc == EMU_RX_PAUSE && k < 4; k++) {
+            if (post_recv(qp, srq, &x, nrecv++, fl) != 0)
+                break;
+            rc = emu_qp_rx(qp, sv[1]);
+            if (c.want_tx)
+                emu_qp_tx(qp);
+        }
         if (rc < 0 || rc == EMU_RX_EOF || rc == EMU_RX_PAUSE)
             break;
     }

@@ -290,6 +290,7 @@ static void qp_put(const char *name, uint8_t fl, uint8_t irdord, uint16_t seed,
 #define F_RECV3 0x18
 #define F_SGE2 0x20
 #define F_SLOWTX 0x40
+#define F_RNR 0x80
 /* byte 1: 0x44 = IRD 4 / ORD 4; | 0x08 receives on an SRQ; | 0x80 a Send and a
  * Write outstanding (placement_ack) */
 
@@ -384,6 +385,19 @@ static void seeds_qp(const struct qpenv *e)
         fpdu(&b, &h, payload, 8, crc);
         QP("send_no_recv", 0, 0x44, 13);
         QP("send_srq", F_RECV3, 0x4C, 14);
+
+        /* No receive posted, IB semantics: the harness posts one per stall. */
+        b.n = 0;
+        h = send_h(EMU_OP_SEND, 1, 0, true);
+        fpdu(&b, &h, payload, 40, crc);
+        h = send_h(EMU_OP_SEND_SE, 2, 0, false);
+        fpdu(&b, &h, payload, 20, crc);
+        h = send_h(EMU_OP_SEND_SE, 2, 20, true);
+        fpdu(&b, &h, payload, 20, crc);
+        h = imm_h(3);
+        fpdu(&b, &h, NULL, 0, crc);
+        QP("rnr_stall_then_recv", F_RNR | F_7306, 0x44, 17);
+        QP("rnr_stall_then_recv_srq", F_RNR | F_7306, 0x4C, 18);
 
         /* The peer refuses our Send (QN 0, MSN 1) and then our Write: the
          * Terminates copy the offending headers, blaming those WRs. */
