@@ -7,8 +7,9 @@
  * is not linked): its fd is one end of a socketpair. Each input is written
  * into the other end in chunks whose sizes come from the input, and
  * emu_qp_rx runs after each chunk, exactly as the engine's rx hook would.
- * What the QP transmits (Read Responses, Terminate) is read byte by byte by
- * the stand-in writev, so ASan sees every source byte.
+ * What the QP transmits (Read Responses, Terminate) is copied out by the
+ * stand-in writev (so ASan checks every source byte) and must be a
+ * well-formed FPDU stream.
  *
  * Input: byte 0 flags (bit 0 CRC negotiated, bit 1 RFC 7306 on, bit 2 an
  * RDMA Read is outstanding, bits 3-4 receives posted (0-3), bit 5 receives
@@ -23,7 +24,8 @@
  *
  * Properties: no sanitizer report; nothing outside R0/R1/R3, the posted
  * receive buffers and the Read sink changes (guard bands, the read-only
- * region R2); completions stay within their buffers; no memory reference
+ * region R2); completions stay within their buffers; every FPDU the QP
+ * sent parses (and its CRC holds); no memory reference
  * outlives the QP (every region frees at once). */
 #include "test/fuzz/fuzz.h"
 #include "test/fuzz/qp_env.h"
@@ -62,9 +64,13 @@ int emu_conn_get_info(struct emu_conn *c, struct emu_conn_info *out)
     return 0;
 }
 
+/* Everything the QP transmitted during one input, checked at its end. */
+static uint8_t txs[1u << 20];
+static size_t txn;
+static bool tx_overflow;
+
 ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
 {
-    static uint8_t sink[64 * 1024];
     if (c->failed)
         return -ENOTCONN;
     size_t n = 0;
@@ -73,10 +79,11 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
         if (c->wcap && k > c->wcap - n)
             k = c->wcap - n;
         /* memcpy: ASan checks the whole source range in one go. */
-        for (size_t done = 0; done < k;) {
-            size_t m = k - done < sizeof sink ? k - done : sizeof sink;
-            memcpy(sink, (const uint8_t *)iov[i].iov_base + done, m);
-            done += m;
+        if (txn + k <= sizeof txs) {
+            memcpy(txs + txn, iov[i].iov_base, k);
+            txn += k;
+        } else {
+            tx_overflow = true;
         }
         n += k;
         if (c->wcap && n == c->wcap)
@@ -84,6 +91,34 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     }
     c->written += n;
     return n ? (ssize_t)n : -EAGAIN;
+}
+
+/* What the QP sent is a well-formed FPDU stream (our own parser accepts
+ * every header, CRCs hold when negotiated); a last FPDU may be cut short
+ * by the failure that ended the input. */
+static void check_tx(bool crc)
+{
+    size_t off = 0;
+    while (!tx_overflow && off + 2 <= txn) {
+        uint16_t ulpdu = (uint16_t)(txs[off] << 8 | txs[off + 1]);
+        size_t wire = emu_fpdu_wire_len(ulpdu);
+        if (off + wire > txn)
+            break;
+        struct emu_ddp_hdr h;
+        size_t need = 0;
+        int rc = emu_ddp_parse(txs + off + 2, ulpdu, ulpdu, NULL, &h, &need);
+        if (rc != EMU_DDP_OK) {
+            fprintf(stderr, "transmitted FPDU at %zu: %s\n", off, emu_ddp_strerror(rc));
+            abort();
+        }
+        if (crc) {
+            struct iovec v = {txs + off, wire};
+            FUZZ_CHECK(emu_fpdu_crc_ok(&v, 1));
+        }
+        off += wire;
+    }
+    txn = 0;
+    tx_overflow = false;
 }
 
 int emu_conn_fail(struct emu_conn *c, int err)
@@ -348,6 +383,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     emu_qp_flush(qp);
     emu_qp_destroy(qp);
     emu_srq_destroy(srq);
+    check_tx(c.info.crc);
     drain(sv[1]);
     check_arena();
     FUZZ_CHECK(qpenv_teardown(&env) == 0);
