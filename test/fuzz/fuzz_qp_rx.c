@@ -108,7 +108,11 @@ static void check_tx(bool crc)
         size_t need = 0;
         int rc = emu_ddp_parse(txs + off + 2, ulpdu, ulpdu, NULL, &h, &need);
         if (rc != EMU_DDP_OK) {
-            fprintf(stderr, "transmitted FPDU at %zu: %s\n", off, emu_ddp_strerror(rc));
+            fprintf(stderr, "transmitted FPDU at %zu: %s; the stream sent:", off,
+                    emu_ddp_strerror(rc));
+            for (size_t i = 0; i < txn && i < 256; i++)
+                fprintf(stderr, "%s%02x", i % 32 ? " " : "\n  ", txs[i]);
+            fprintf(stderr, "\n");
             abort();
         }
         if (crc) {
