@@ -290,6 +290,58 @@ asan:
 tsan:
 	$(MAKE) BUILD=build-tsan SANITIZE=thread check
 
+# ---------------------------------------------------------------- fuzz (issue 13 §1)
+# libFuzzer targets in test/fuzz/fuzz_*.c, built with clang into
+# $(BUILD)/fuzz: the code under test is recompiled there with
+# -fsanitize=fuzzer-no-link,address,undefined (coverage + sanitizers), so
+# the normal objects are untouched. `make fuzz` builds every target and runs
+# each for FUZZ_SECONDS (default: its own budget in test/fuzz/run, enough
+# for 10 million executions) from its committed seed corpus
+# (test/fuzz/corpus/TARGET/, copied: new inputs never land in the tree);
+# `make fuzz-build` only builds (test/e2e/fuzz_smoke.sh uses it).
+# docs/reliability.md has the figures.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= default
+FUZZ_DIR     := $(BUILD)/fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS  := -std=c11 -O1 -g $(FUZZ_SAN) -pthread $(WARN) -Wno-unused-command-line-argument
+FUZZ_CPP     := -D_GNU_SOURCE -Iinclude -I. $(EVENT_CFLAGS) -DSOFTDAT_VERSION='"$(VERSION)"'
+FUZZ_TARGETS := $(basename $(notdir $(wildcard test/fuzz/fuzz_*.c)))
+FUZZ_BINS    := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
+FUZZ_LIB_SRC := $(EMU_SRC) lib/dat/conf.c lib/dat/dbg.c
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_LIB_A   := $(FUZZ_DIR)/obj/libfuzzed.a
+
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BINS:%=%.d)
+
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(FUZZ_DIR)/obj/emu/evlib.o: FUZZ_CPP += $(EVENT_SONAMES)
+
+$(FUZZ_LIB_A): $(FUZZ_LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_DIR)/%: test/fuzz/%.c $(FUZZ_LIB_A)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_LIB_A) \
+	  $(EVENT_LIBS) -lm
+
+# The seed generator is no fuzz target: a plain ASan build (the coverage
+# hooks in the archive resolve to the sanitizer runtime's defaults).
+$(FUZZ_DIR)/mkseeds: test/fuzz/mkseeds.c $(FUZZ_LIB_A)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -MMD -MP -o $@ $< $(FUZZ_LIB_A) $(EVENT_LIBS) -lm
+
+.PHONY: fuzz fuzz-build fuzz-seeds
+fuzz-build: $(FUZZ_BINS)
+# Regenerates the committed seed corpus (run after a wire format change).
+fuzz-seeds: $(FUZZ_DIR)/mkseeds
+	$(FUZZ_DIR)/mkseeds test/fuzz/corpus
+fuzz: fuzz-build
+	@BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) test/fuzz/run $(FUZZ_TARGETS)
+# ---------------------------------------------------------------- end fuzz
+
 # ---------------------------------------------------------------- install
 # The installed dat.conf names the provider by its absolute installed path
 # (PREFIX, never DESTDIR), so it loads without LD_LIBRARY_PATH or ldconfig; the

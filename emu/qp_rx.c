@@ -326,6 +326,14 @@ static int read_request(struct emu_qp *qp, bool engine)
     if (full)
         return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
                             EMU_RDMAP_EC_CATA_STREAM, engine);
+    /* The Read Responses carry sink_to + offset as their tagged offset: a
+     * sink range that wraps 2^64 could only be answered with FPDUs the
+     * requester must reject (DDP tagged "TO wrap", blaming us). Refuse the
+     * request as a wrapping source range is refused (found by fuzz_qp_rx,
+     * docs/reliability.md). */
+    if (r->size && r->sink_to + r->size - 1 < r->sink_to)
+        return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_PROTECTION,
+                            EMU_RDMAP_EC_TO_WRAP, engine);
     struct ird_ent e;
     memset(&e, 0, sizeof e);
     e.sink_stag = r->sink_stag;
