@@ -115,5 +115,7 @@ extern const struct emu_conn_ops sd_ep_conn_ops;
 uint64_t sd_ep_next_conn_id(void);
 /* ep_cm.c: emu_conn_params for ep (IRD/ORD from its attributes). */
 void sd_ep_conn_params(const struct sd_ep *ep, struct emu_conn_params *p, uint64_t timeout_us);
+struct sd_ia;
+void sd_ep_connect_started(struct sd_ep *ep, struct sd_ia *ia, int r, struct emu_conn *c);
 
 #endif

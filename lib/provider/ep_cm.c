@@ -53,6 +53,25 @@ uint64_t sd_ep_next_conn_id(void)
     return atomic_fetch_add(&g_conn_id, 1);
 }
 
+/* cm_lock held, after emu started a connect (r == 0: c is the connection)
+ * or refused to (the EP goes back to UNCONNECTED, its remote forgotten).
+ * Shared by dat_ep_connect and dat_iw_socket_connect (ssp.c). */
+void sd_ep_connect_started(struct sd_ep *ep, struct sd_ia *ia, int r, struct emu_conn *c)
+{
+    pthread_mutex_lock(&ep->lock);
+    if (r == 0) {
+        ep->conn = c;
+        SD_CNT_EP(ep, DCNT_EP_CONNECT, 1);
+        SD_CNT_IA(ia, DCNT_IA_CM_REQ_TX);
+    } else {
+        ep->state = DAT_EP_STATE_UNCONNECTED;
+        ep->remote_set = false;
+        memset(&ep->remote_addr, 0, sizeof ep->remote_addr);
+        ep->remote_port = 0;
+    }
+    pthread_mutex_unlock(&ep->lock);
+}
+
 void sd_ep_conn_params(const struct sd_ep *ep, struct emu_conn_params *p, uint64_t timeout_us)
 {
     memset(p, 0, sizeof *p);
@@ -293,18 +312,7 @@ static DAT_RETURN connect_common(struct sd_ep *ep, const struct sockaddr *remote
     int r = ia->engine ? emu_conn_connect(ia->engine, (const struct sockaddr *)&peer, plen, local, llen, &prm,
                                           pdata, (uint16_t)pdata_size, &sd_ep_conn_ops, ep, &c)
                        : -ESHUTDOWN;
-    pthread_mutex_lock(&ep->lock);
-    if (r == 0) {
-        ep->conn = c;
-        SD_CNT_EP(ep, DCNT_EP_CONNECT, 1);
-        SD_CNT_IA(ia, DCNT_IA_CM_REQ_TX);
-    } else {
-        ep->state = DAT_EP_STATE_UNCONNECTED;
-        ep->remote_set = false;
-        memset(&ep->remote_addr, 0, sizeof ep->remote_addr);
-        ep->remote_port = 0;
-    }
-    pthread_mutex_unlock(&ep->lock);
+    sd_ep_connect_started(ep, ia, r, c);
     pthread_mutex_unlock(&ep->cm_lock);
     switch (r) {
     case 0: return DAT_SUCCESS;

@@ -341,18 +341,7 @@ DAT_RETURN sd_iw_socket_connect(DAT_EP_HANDLE ep_handle, DAT_IW_SOCKET fd, DAT_T
     int r = ia->engine ? emu_conn_connect_fd(ia->engine, fd, &prm, pdata, (uint16_t)pdata_size, &sd_ep_conn_ops,
                                              ep, &c)
                        : -ESHUTDOWN;
-    pthread_mutex_lock(&ep->lock);
-    if (r == 0) {
-        ep->conn = c;
-        SD_CNT_EP(ep, DCNT_EP_CONNECT, 1);
-        SD_CNT_IA(ia, DCNT_IA_CM_REQ_TX);
-    } else {
-        ep->state = DAT_EP_STATE_UNCONNECTED;
-        ep->remote_set = false;
-        memset(&ep->remote_addr, 0, sizeof ep->remote_addr);
-        ep->remote_port = 0;
-    }
-    pthread_mutex_unlock(&ep->lock);
+    sd_ep_connect_started(ep, ia, r, c);
     pthread_mutex_unlock(&ep->cm_lock);
     switch (r) {
     case 0: rc = DAT_SUCCESS; break;
