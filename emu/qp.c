@@ -511,10 +511,7 @@ void emu_qp_quiesce(struct emu_qp *qp)
     if (qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0)
         (void)qp_rx_run(qp, qp->rx_fd, false);
     pthread_mutex_unlock(&qp->rx_lock);
-    pthread_mutex_lock(&qp->sq_lock);
-    if (atomic_load_explicit(&qp->irq_deferred, memory_order_relaxed) && !qp->want_tx)
-        qp_tx_pump(qp); /* answers kept for the next bytes sent: send them now */
-    pthread_mutex_unlock(&qp->sq_lock);
+    flush_deferred(qp); /* answers kept for the next bytes sent: send them now */
 }
 
 int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
