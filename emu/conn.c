@@ -47,9 +47,9 @@ bool emu_conn_caps_parse(const uint8_t *pd, size_t len, uint32_t *caps)
 }
 
 /* marker + consumer bytes into buf (>= EMU_CONN_CAP_MARKER_LEN + len); returns the total. */
-static uint16_t caps_wrap(uint8_t *buf, const void *pd, uint16_t len)
+static uint16_t caps_wrap(const struct emu_conn *c, uint8_t *buf, const void *pd, uint16_t len)
 {
-    emu_conn_caps_encode(buf, EMU_CONN_CAPS_LOCAL);
+    emu_conn_caps_encode(buf, EMU_CONN_CAPS_LOCAL | (c->params.probes ? EMU_CONN_CAP_PROBES : 0));
     if (len)
         memmove(buf + EMU_CONN_CAP_MARKER_LEN, pd, len);
     return (uint16_t)(EMU_CONN_CAP_MARKER_LEN + len);
@@ -763,6 +763,7 @@ static void reply_complete(struct emu_conn *c)
     set_result(c, &res);
     pthread_mutex_lock(&c->lock);
     c->info.caps = marker ? peer_caps & EMU_CONN_CAPS_LOCAL : 0;
+    c->info.peer_probes = marker && (peer_caps & EMU_CONN_CAP_PROBES);
     pthread_mutex_unlock(&c->lock);
     c->rep_pd_len = rep.pd_len;
     if (rep.pd_len)
@@ -981,7 +982,7 @@ static void reject_reply(struct emu_conn *c, const void *pd, uint16_t pd_len)
     uint8_t buf[EMU_CONN_CAP_MARKER_LEN + EMU_CONN_PDATA_MAX];
     if (c->peer_marker && pd_len <= EMU_CONN_PDATA_MAX) {
         /* softdat initiator: it strips a marker from every Reply */
-        pd_len = caps_wrap(buf, pd, pd_len);
+        pd_len = caps_wrap(c, buf, pd, pd_len);
         pd = buf;
     }
     int rc = emu_mpa_reject(&c->req, &pol, pd, pd_len, &rep);
@@ -1241,7 +1242,7 @@ int conn_connect_start(struct emu_engine *e, const struct sockaddr *peer, sockle
     } else {
         /* Our capability marker first (wire.md §2.6): the responder echoes
          * one iff it is softdat too. */
-        c->req.pd_len = caps_wrap(c->req_pd, pdata, pdata_len);
+        c->req.pd_len = caps_wrap(c, c->req_pd, pdata, pdata_len);
     }
 
     if (local) {
@@ -1303,7 +1304,7 @@ static void accept_job(void *arg)
         const uint8_t *pd = c->apd;
         uint16_t pd_len = c->apd_len;
         if (marker) {
-            pd_len = caps_wrap(buf, c->apd, c->apd_len);
+            pd_len = caps_wrap(c, buf, c->apd, c->apd_len);
             pd = buf;
         }
         int rc = emu_mpa_accept(&c->req, &c->pol, pd, pd_len, &rep, &res);
@@ -1316,6 +1317,7 @@ static void accept_job(void *arg)
             set_result(c, &res);
             pthread_mutex_lock(&c->lock);
             c->info.caps = marker ? c->peer_caps & EMU_CONN_CAPS_LOCAL : 0;
+            c->info.peer_probes = marker && (c->peer_caps & EMU_CONN_CAP_PROBES);
             pthread_mutex_unlock(&c->lock);
             c->out_len = len;
             c->out_off = 0;

@@ -46,6 +46,10 @@ struct emu_listener;
 #define EMU_CONN_CAP_ATOMICS (1u << 0) /* RFC 7306 Atomic Request/Response */
 #define EMU_CONN_CAP_IMM (1u << 1)     /* RFC 7306 Immediate Data (write with immediate) */
 #define EMU_CONN_CAPS_LOCAL (EMU_CONN_CAP_ATOMICS | EMU_CONN_CAP_IMM) /* what we offer */
+/* Not negotiated but announced: this side confirms its Sends and Writes
+ * with zero-length Reads (InfiniBand semantics), so its peer answers the
+ * one in flight before it closes (emu_qp_quiesce). */
+#define EMU_CONN_CAP_PROBES (1u << 2)
 
 /* Largest consumer private data we send (connect, accept, reject): a v2
  * frame with PD_Length <= 256 (what siw and Chelsio accept) holding the
@@ -122,6 +126,7 @@ struct emu_conn_params {
                                    0 = WRITE|READ (SEND is never offered) */
     bool no_caps;               /* send no capability marker: behave like a plain
                                    iWARP peer (interop/testing; connect and accept) */
+    bool probes;                /* announce EMU_CONN_CAP_PROBES in the marker */
 };
 
 /* Data path hooks. All optional; all run on the engine thread. */
@@ -170,6 +175,7 @@ struct emu_conn_info {
     uint32_t caps;              /* EMU_CONN_CAP_* offered by both sides (capability
                                    markers in Request and Reply); 0 with a plain
                                    iWARP peer. The data path enables RFC 7306 from it */
+    bool peer_probes;           /* the peer announced EMU_CONN_CAP_PROBES */
 };
 
 /* What a listener's owner learns about an incoming connection. */

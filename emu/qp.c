@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- helpers */
@@ -323,6 +324,7 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     pthread_mutex_unlock(&qp->sq_lock);
 
     qp_rx_reset(qp);
+    qp->peer_probes = info.peer_probes;
     if (info.rtr == EMU_MPA_RTR_READ && !info.initiator)
         qp->ddp.q[EMU_QN_READ_REQ].msn = 2;
     qp->rx_release_tx = info.recv_first;
@@ -503,15 +505,59 @@ static bool tx_idle(const struct emu_qp *qp)
            qp->sq_tx == qp->sq_tail && qp->irq_head == qp->irq_tail && qp->unacked == 0;
 }
 
+/* One consumer-thread pass over the bytes that have arrived. Returns
+ * whether the connection still reads, and what it has placed (*placed) and
+ * confirmed (*confirmed) so far. */
+static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirmed)
+{
+    pthread_mutex_lock(&qp->rx_lock);
+    bool live = qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0;
+    if (live)
+        (void)qp_rx_run(qp, qp->rx_fd, false);
+    live = live && !qp->rx_dead;
+    *placed = qp->rx_placed;
+    *confirmed = qp->rx_confirmed;
+    bool probes = qp->peer_probes;
+    pthread_mutex_unlock(&qp->rx_lock);
+    flush_deferred(qp); /* answers kept for the next bytes sent: send them now */
+    return live && probes;
+}
+
+/* Answers to the peer's Reads not yet handed to the socket. */
+static bool answers_queued(struct emu_qp *qp)
+{
+    pthread_mutex_lock(&qp->sq_lock);
+    bool q = !qp->tx_dead && qp->c != NULL && qp->irq_head != qp->irq_tail;
+    pthread_mutex_unlock(&qp->sq_lock);
+    return q;
+}
+
+/* A peer with InfiniBand semantics completes its Sends and Writes only once
+ * a zero-length Read behind them is answered, and flushes them if the
+ * connection ends first. An HCA acknowledges a message before its receiver
+ * sees the completion, so a receiver that closes right after consuming its
+ * last message has still confirmed it. Here that Read may be a moment
+ * behind the data (the peer holds it while QP_PROBES_MAX are out): wait for
+ * it, bounded by QP_CONFIRM_WAIT_US, and for its answer to reach the socket,
+ * before the caller closes. */
 void emu_qp_quiesce(struct emu_qp *qp)
 {
     if (!qp)
         return;
-    pthread_mutex_lock(&qp->rx_lock);
-    if (qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0)
-        (void)qp_rx_run(qp, qp->rx_fd, false);
-    pthread_mutex_unlock(&qp->rx_lock);
-    flush_deferred(qp); /* answers kept for the next bytes sent: send them now */
+    uint32_t want, confirmed;
+    if (!quiesce_pass(qp, &want, &confirmed) ||
+        ((int32_t)(want - confirmed) <= 0 && !answers_queued(qp)))
+        return;
+    uint64_t deadline = emu_now_us() + QP_CONFIRM_WAIT_US;
+    for (;;) {
+        uint32_t placed;
+        bool live = quiesce_pass(qp, &placed, &confirmed);
+        bool waiting = live && (int32_t)(want - confirmed) > 0;
+        if ((!waiting && !answers_queued(qp)) || emu_now_us() >= deadline)
+            break;
+        struct timespec ts = {0, 50 * 1000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 int emu_qp_disconnect(struct emu_qp *qp, bool graceful)

@@ -49,6 +49,9 @@ struct rd_ent {
 /* Placement probes in flight towards a softdat peer, which answers them
  * beyond its IRD (towards other peers: one, within the negotiated ORD). */
 #define QP_PROBES_MAX 32u
+/* How long emu_qp_quiesce waits for the peer's probe behind the last
+ * message placed (one round trip on a loaded host). */
+#define QP_CONFIRM_WAIT_US 200000u
 
 #define QP_RX_STALL 1 /* receive side waits for a posted receive (RNR) */
 
@@ -215,6 +218,10 @@ struct emu_qp {
     bool have_imm_recv;         /* imm_recv: the receive an Immediate Data header took */
     struct rq_wqe imm_recv;
     bool rresp_probe;           /* the Read Response being received answers a probe */
+    bool peer_probes;           /* the peer confirms placement with zero-length Reads */
+    uint32_t rx_placed;         /* Sends and Writes placed (count, wraps) ... */
+    uint32_t rx_confirmed;      /* ... of which a Read or Atomic Request since then
+                                   confirms placement to the peer (its answer follows them) */
     bool have_recv;             /* cur_recv holds a receive in progress */
     bool recv_err_set;
     enum emu_wc_status recv_err;

@@ -48,6 +48,8 @@ void qp_rx_reset(struct emu_qp *qp)
     qp->trl_have = qp->trl_need = 0;
     qp->pf_off = qp->pf_len = 0;
     qp->rresp_off = 0;
+    qp->peer_probes = false;
+    qp->rx_placed = qp->rx_confirmed = 0;
     emu_mem_put(&qp->wref);
     memset(&qp->wref, 0, sizeof qp->wref);
 }
@@ -522,6 +524,30 @@ static int atomic_response(struct emu_qp *qp, bool engine)
 }
 
 /* Trailer read: check CRC, then act on the segment. */
+/* What a peer with InfiniBand semantics waits to have confirmed (emu_qp_quiesce). */
+static void count_placement(struct emu_qp *qp, const struct emu_ddp_hdr *h)
+{
+    if (!h->last)
+        return;
+    switch (h->opcode) {
+    case EMU_OP_SEND:
+    case EMU_OP_SEND_INV:
+    case EMU_OP_SEND_SE:
+    case EMU_OP_SEND_SE_INV:
+    case EMU_OP_WRITE:
+    case EMU_OP_IMM:
+    case EMU_OP_IMM_SE:
+        qp->rx_placed++;
+        break;
+    case EMU_OP_READ_REQ:
+    case EMU_OP_ATOMIC_REQ:
+        qp->rx_confirmed = qp->rx_placed;
+        break;
+    default:
+        break;
+    }
+}
+
 static int seg_done(struct emu_qp *qp, bool engine)
 {
     struct emu_ddp_hdr *h = &qp->h;
@@ -599,6 +625,7 @@ static int seg_done(struct emu_qp *qp, bool engine)
     default:
         break;
     }
+    count_placement(qp, h);
     qp->phase = RX_LEN;
     qp->hhave = 0;
     qp->hneed = 2;

@@ -86,6 +86,7 @@ void sd_ep_conn_params(const struct sd_ep *ep, struct emu_conn_params *p, uint64
     }
     p->timeout_us = timeout_us;
     p->crc = EMU_CRC_DEFAULT;
+    p->probes = ep->h.ia->sem.ib; /* the QP's placement_ack (ep_dto.c) */
 }
 
 static void post_conn_event(struct sd_ep *ep, struct sd_evd *evd, DAT_EVENT_NUMBER num, bool with_pdata)

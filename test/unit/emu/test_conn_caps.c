@@ -177,6 +177,47 @@ START_TEST(caps_marker_no_caps_and_reject)
 }
 END_TEST
 
+/* Bit 2 (placement probes) is announced, not negotiated: each side learns
+ * whether the other probes, in all four combinations, and the RFC 7306
+ * intersection is unaffected. */
+START_TEST(caps_marker_probes_announced)
+{
+    for (int k = 0; k < 4; k++) {
+        bool a_probes = k & 1, p_probes = k & 2;
+        struct lis l;
+        lis_init(&l, L_ACCEPT);
+        struct side a, p;
+        side_init(&a);
+        side_init(&p);
+        l.sides = &p;
+        l.nsides = 1;
+        l.params.probes = p_probes;
+        struct emu_listener *ls = listen4(&l);
+        struct emu_conn_params ap = {.probes = a_probes};
+        struct emu_conn *ac = connect4(emu_listener_port(ls), &ap, "pd", 2, &ops_plain, &a);
+        ck_assert(lis_wait(&l, 1, 5000));
+        ck_assert(side_wait(&a, 1, 5000));
+        ck_assert(side_wait(&p, 1, 5000));
+        ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
+        pthread_mutex_lock(&l.m);
+        ck_assert_uint_eq(l.peer_caps, EMU_CONN_CAPS_LOCAL | (a_probes ? EMU_CONN_CAP_PROBES : 0));
+        ck_assert_int_eq(l.pdlen, 2);
+        pthread_mutex_unlock(&l.m);
+        struct emu_conn_info ai, pi;
+        ck_assert_int_eq(emu_conn_get_info(ac, &ai), 0);
+        ck_assert_int_eq(emu_conn_get_info(p.c, &pi), 0);
+        ck_assert(ai.peer_probes == p_probes);
+        ck_assert(pi.peer_probes == a_probes);
+        ck_assert_uint_eq(ai.caps, EMU_CONN_CAPS_LOCAL);
+        ck_assert_uint_eq(pi.caps, EMU_CONN_CAPS_LOCAL);
+        ck_assert_int_eq(a.ev[0].len, 0);
+        emu_conn_free(p.c);
+        emu_conn_free(ac);
+        emu_listener_free(ls);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("emu_conn_caps");
@@ -186,6 +227,7 @@ static Suite *suite(void)
     tcase_add_test(tc, caps_marker_codec);
     tcase_add_test(tc, caps_marker_foreign_initiator);
     tcase_add_test(tc, caps_marker_no_caps_and_reject);
+    tcase_add_test(tc, caps_marker_probes_announced);
     suite_add_tcase(s, tc);
     return s;
 }

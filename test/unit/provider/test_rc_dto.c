@@ -862,6 +862,53 @@ START_TEST(ib_write_completes_on_placement)
 }
 END_TEST
 
+/* InfiniBand semantics: a receiver that closes the moment it has consumed
+ * its last message has still acknowledged every message (an HCA ACKs
+ * before the completion is seen), so all of the sender's Sends complete
+ * successfully. A burst longer than QP_PROBES_MAX makes the sender hold
+ * its last placement probe behind the earlier ones, so the receiver sees
+ * the last Send before the probe that confirms it (dtestsrq's pattern:
+ * bursts of 100, then the client disconnects at once). Several rounds,
+ * as the window is narrow. */
+START_TEST(ib_close_after_last_receive)
+{
+    enum { MSGS = 100, ROUNDS = 16 };
+    DAT_EP_ATTR a;
+    rp_attr(&a, DAT_COMPLETION_EVD_THRESHOLD_FLAG, DAT_COMPLETION_EVD_THRESHOLD_FLAG);
+    a.max_recv_dtos = MSGS;
+    a.max_request_dtos = MSGS;
+    for (int round = 0; round < ROUNDS; round++) {
+        struct rp_pair x;
+        rp_open(&x, "t-rcdto-ibclose", &a, &a);
+        struct rp_side *c = &x.c, *s = &x.s;
+        for (int i = 0; i < MSGS; i++) {
+            DAT_LMR_TRIPLET rt = rp_tri(s->lc, s->buf + 64 * i, 64);
+            ck_assert_dat_ok(s->p->ep_post_recv_func(x.sep, 1, &rt, rp_ck(1000 + i), 0));
+        }
+        for (int i = 0; i < MSGS; i++) {
+            memset(c->buf + 64 * i, 'a' + i % 26, 64);
+            DAT_LMR_TRIPLET t = rp_tri(c->lc, c->buf + 64 * i, 64);
+            ck_assert_dat_ok(c->p->ep_post_send_func(x.cep, 1, &t, rp_ck(i), 0));
+        }
+        for (int i = 0; i < MSGS; i++) {
+            DAT_DTO_COMPLETION_EVENT_DATA d = rp_dto(s, s->rcv);
+            ck_assert_int_eq(d.status, DAT_DTO_SUCCESS);
+        }
+        ck_assert_dat_ok(s->p->ep_disconnect_func(x.sep, DAT_CLOSE_ABRUPT_FLAG));
+        for (int i = 0; i < MSGS; i++) {
+            DAT_DTO_COMPLETION_EVENT_DATA d = rp_dto(c, c->req);
+            ck_assert_msg(d.status == DAT_DTO_SUCCESS, "round %d: Send %d of %d completed with status %d",
+                          round, i, MSGS, (int)d.status);
+            ck_assert_uint_eq(d.user_cookie.as_64, (uint64_t)i);
+        }
+        rp_wait(c, c->conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+        for (int i = 0; i < MSGS; i++)
+            ck_assert_int_eq(s->buf[64 * i + 63], 'a' + i % 26);
+        rp_close(&x);
+    }
+}
+END_TEST
+
 /* DAT_DTO_ERR_FLUSHED: receives outstanding when the connection ends, in
  * post order, on both sides (L7334, L5370). */
 START_TEST(status_flushed)
@@ -913,6 +960,7 @@ int main(void)
     tcase_add_test(tc, ib_rnr_retry_exceeded);
     tcase_add_test(tc, ib_rnr_waits_for_receive);
     tcase_add_test(tc, ib_write_completes_on_placement);
+    tcase_add_test(tc, ib_close_after_last_receive);
     tcase_add_test(tc, status_flushed);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
