@@ -1,11 +1,19 @@
 /* What an RNIC's memory pinning refuses: a range the process does not
  * have mapped (a hole, or a PROT_NONE guard page), or write access to a
- * mapping that is not writable. The kernel's view is /proc/self/maps: one
- * sequential read, no page faults taken on the consumer's memory, and no
- * write to it (probing writability by writing would race with the
- * consumer's own stores). A registration is not a data-path operation, so
- * a read of a small proc file per registration is affordable; HCAs pay
- * far more to pin pages. */
+ * mapping that is not writable.
+ *
+ * The fast path does what pinning does: madvise(MADV_POPULATE_WRITE, or
+ * _READ for a read-only registration) faults the range in with the access
+ * asked for, and the kernel refuses exactly holes (ENOMEM) and mappings
+ * without that access (EINVAL). It costs a page-table walk once the pages
+ * are present, so programs that register and deregister per message (Open
+ * MPI's pipelined RDMA registers every 128 KiB fragment) pay about a
+ * microsecond, where reading /proc/self/maps cost 20-50 µs per call.
+ * Like pinning it commits untouched memory and breaks copy-on-write.
+ *
+ * Any refusal (and kernels before 5.14, which do not know the advice) is
+ * judged by the kernel's own listing, /proc/self/maps: one sequential
+ * read, which tells a hole from a missing permission. */
 #include "emu/mem.h"
 
 #include <errno.h>
@@ -14,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* One line's "start-end perms" prefix; false if it does not parse. */
@@ -38,10 +47,40 @@ static bool parse_line(const char *s, size_t n, uint64_t *lo, uint64_t *hi, char
     return true;
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* true: the whole range is mapped with the access asked for. */
+static bool populate(const void *addr, uint64_t len, bool write)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t lo = (uint64_t)(uintptr_t)addr & ~(page - 1);
+    uint64_t hi = (uint64_t)(uintptr_t)addr + len; /* caller checked wrap */
+    if (hi > UINT64_MAX - page)
+        return false;
+    hi = (hi + page - 1) & ~(page - 1);
+    int rc;
+    do
+        rc = madvise((void *)(uintptr_t)lo, (size_t)(hi - lo), write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+    while (rc != 0 && errno == EINTR);
+    return rc == 0;
+}
+
+static int judge_by_maps(const void *addr, uint64_t len, bool write);
+
 int emu_mem_probe(const void *addr, uint64_t len, bool write)
 {
     if (len == 0)
         return 0;
+    if (populate(addr, len, write))
+        return 0;
+    return judge_by_maps(addr, len, write);
+}
+
+static int judge_by_maps(const void *addr, uint64_t len, bool write)
+{
     uint64_t cur = (uint64_t)(uintptr_t)addr, last = cur + len; /* caller checked wrap */
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
