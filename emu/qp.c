@@ -356,17 +356,51 @@ void emu_qp_detach(struct emu_qp *qp)
     pthread_mutex_unlock(&qp->rx_lock);
 }
 
+uint64_t emu_thread_cpu_us(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The polling thread's CPU clock when its last polling pass or send post
+ * ended (0: it never polled). */
+static _Thread_local uint64_t tl_poll_idle_from;
+
+void emu_qp_poll_pass_end(void)
+{
+    tl_poll_idle_from = emu_thread_cpu_us();
+}
+
+/* A post's transmit is work in our own code, not time away from polling. */
+static void poll_note_busy(void)
+{
+    if (tl_poll_idle_from != 0)
+        tl_poll_idle_from = emu_thread_cpu_us();
+}
+
 /* Only a consumer that keeps polling gets the lease: passes less than
  * QP_POLL_GAP_US apart for QP_POLL_HOT_US. One that polls the EVD for a
- * moment and then something else (its memory, say) keeps the engine. */
-void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
+ * moment and then something else (its memory, say) keeps the engine.
+ * "Apart" is the CPU time the polling thread spent outside our passes and
+ * posts: a thread that polls without pause but loses its CPU for
+ * milliseconds on a loaded host, or spends tens of microseconds in the
+ * system call of a post, still polls and keeps its lease (measured in
+ * wall time it lost the lease at every preemption or post, and the engine
+ * thread woke for every frame, fighting it for the CPUs: Open MPI ran 4×
+ * slower on a loaded host). A thread that spins on its memory instead
+ * burns CPU time between passes and earns nothing. */
+void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now, uint64_t cpu)
 {
     if (!qp || atomic_load_explicit(&qp->poll_off, memory_order_relaxed))
         return;
-    uint64_t last = atomic_exchange_explicit(&qp->poll_last_us, now, memory_order_relaxed);
-    if (now - last > QP_POLL_GAP_US)
-        atomic_store_explicit(&qp->poll_since_us, now, memory_order_relaxed);
-    if (now - atomic_load_explicit(&qp->poll_since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
+    static _Thread_local char self;
+    uintptr_t me = (uintptr_t)&self;
+    bool same = atomic_exchange_explicit(&qp->poll_thread, me, memory_order_relaxed) == me;
+    if (!same || tl_poll_idle_from == 0 || cpu - tl_poll_idle_from > QP_POLL_GAP_US)
+        atomic_store_explicit(&qp->poll_since_us, cpu, memory_order_relaxed);
+    if (cpu - atomic_load_explicit(&qp->poll_since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
         atomic_store_explicit(&qp->poll_until_us, now + usec, memory_order_relaxed);
 }
 
@@ -477,12 +511,8 @@ int emu_qp_progress(struct emu_qp *qp)
     int n = 0;
     if (qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0) {
         uint32_t before = qp->ncomp;
-        uint64_t bytes = qp->rx_bytes;
         int rc = qp_rx_run(qp, qp->rx_fd, false);
         n = (int)(qp->ncomp - before);
-        /* A long pass (much data placed) is not a gap in the polling. */
-        if (qp->rx_bytes != bytes && atomic_load_explicit(&qp->poll_last_us, memory_order_relaxed) != 0)
-            atomic_store_explicit(&qp->poll_last_us, emu_now_us(), memory_order_relaxed);
         if (rc != EMU_RX_OK && !atomic_exchange(&qp->poll_off, true)) {
             /* End of stream or an error: the engine reports it (it may be
              * parked by a lease), and no lease is given from now on. */
@@ -731,9 +761,12 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
     qp->sq_tail++;
     /* Fast path: the posting thread transmits when nothing else is
      * waiting for the socket. */
-    if (!qp->want_tx)
+    bool pumped = !qp->want_tx;
+    if (pumped)
         qp_tx_pump(qp);
     pthread_mutex_unlock(&qp->sq_lock);
+    if (pumped)
+        poll_note_busy();
     return 0;
 }
 
