@@ -356,51 +356,43 @@ void emu_qp_detach(struct emu_qp *qp)
     pthread_mutex_unlock(&qp->rx_lock);
 }
 
-uint64_t emu_thread_cpu_us(void)
-{
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* The polling thread's CPU clock when its last polling pass or send post
- * ended (0: it never polled). */
+/* The polling thread's clock (emu_now_us) when its last polling pass or
+ * send post ended (0: it never polled). */
 static _Thread_local uint64_t tl_poll_idle_from;
 
 void emu_qp_poll_pass_end(void)
 {
-    tl_poll_idle_from = emu_thread_cpu_us();
+    tl_poll_idle_from = emu_now_us();
 }
 
 /* A post's transmit is work in our own code, not time away from polling. */
 static void poll_note_busy(void)
 {
     if (tl_poll_idle_from != 0)
-        tl_poll_idle_from = emu_thread_cpu_us();
+        tl_poll_idle_from = emu_now_us();
 }
 
 /* Only a consumer that keeps polling gets the lease: passes less than
  * QP_POLL_GAP_US apart for QP_POLL_HOT_US. One that polls the EVD for a
  * moment and then something else (its memory, say) keeps the engine.
- * "Apart" is the CPU time the polling thread spent outside our passes and
- * posts: a thread that polls without pause but loses its CPU for
- * milliseconds on a loaded host, or spends tens of microseconds in the
- * system call of a post, still polls and keeps its lease (measured in
- * wall time it lost the lease at every preemption or post, and the engine
- * thread woke for every frame, fighting it for the CPUs: Open MPI ran 4×
- * slower on a loaded host). A thread that spins on its memory instead
- * burns CPU time between passes and earns nothing. */
-void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now, uint64_t cpu)
+ * "Apart" is the time the polling thread spent outside our passes and
+ * posts: a post whose sendmsg takes 30 µs (every MPI message) is no gap.
+ * Measured from pass start to pass start, Open MPI's ranks lost the lease
+ * after every post, and the engine thread woke for every frame, fighting
+ * them for the CPUs (three times the context switches, 3-4× the latency on
+ * a loaded host). (The thread's own CPU clock would also forgive
+ * preemption, but reading it is a system call: a fifth of a polling
+ * loop's time.) */
+void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
 {
     if (!qp || atomic_load_explicit(&qp->poll_off, memory_order_relaxed))
         return;
     static _Thread_local char self;
     uintptr_t me = (uintptr_t)&self;
     bool same = atomic_exchange_explicit(&qp->poll_thread, me, memory_order_relaxed) == me;
-    if (!same || tl_poll_idle_from == 0 || cpu - tl_poll_idle_from > QP_POLL_GAP_US)
-        atomic_store_explicit(&qp->poll_since_us, cpu, memory_order_relaxed);
-    if (cpu - atomic_load_explicit(&qp->poll_since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
+    if (!same || tl_poll_idle_from == 0 || now - tl_poll_idle_from > QP_POLL_GAP_US)
+        atomic_store_explicit(&qp->poll_since_us, now, memory_order_relaxed);
+    if (now - atomic_load_explicit(&qp->poll_since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
         atomic_store_explicit(&qp->poll_until_us, now + usec, memory_order_relaxed);
 }
 

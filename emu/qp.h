@@ -226,16 +226,11 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n);
 
 /* A consumer thread polls this QP (it calls emu_qp_progress in a loop):
  * for the next usec the engine leaves the socket to it, looking again
- * once the lease ran out. now_us: emu_now_us(); cpu_us: the calling
- * thread's CPU time (emu_thread_cpu_us), which tells a thread that keeps
- * polling but is preempted (a loaded host) from one that does something
- * else between passes. Any thread; cheap. */
-void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now_us, uint64_t cpu_us);
-/* The calling thread's CPU time in microseconds (0 if unavailable). */
-uint64_t emu_thread_cpu_us(void);
+ * once the lease ran out. now_us: emu_now_us(). Any thread; cheap. */
+void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now_us);
 /* A polling thread ends a pass over its QPs (after emu_qp_poll_lease and
- * emu_qp_progress*): the CPU time it spends until its next pass, outside
- * its own posts, is what tells whether it keeps polling. */
+ * emu_qp_progress*): the time it spends until its next pass, outside its
+ * own posts, is what tells whether it keeps polling. */
 void emu_qp_poll_pass_end(void);
 
 struct emu_qp_stats {

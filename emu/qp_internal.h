@@ -22,8 +22,8 @@
 #define QP_DIRECT_TAIL 256u             /* prefetch bytes read behind it: trailer + next header */
 #define QP_RX_ORDERED_TAIL 64u          /* last bytes of each copy stored in address order (qp_rx.c) */
 #define QP_RX_CQES 32u                  /* receive completions held until a qp_rx_run ends */
-#define QP_POLL_GAP_US 5u               /* polling passes further apart (CPU time the
-                                           polling thread spent outside them) start a new run */
+#define QP_POLL_GAP_US 5u               /* polling passes further apart (time the polling
+                                           thread spent outside them and its posts) start a new run */
 #define QP_POLL_HOT_US 50u              /* a run this long earns the lease (emu_qp_poll_lease) */
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
@@ -243,8 +243,8 @@ struct emu_qp {
 
     atomic_bool fatal_sent;
     _Atomic uint64_t poll_until_us; /* emu_qp_poll_lease: a consumer polls until then */
-    _Atomic uint64_t poll_since_us; /* start of its current run of close passes (its CPU time) */
-    _Atomic uintptr_t poll_thread;  /* which thread's CPU clock those are */
+    _Atomic uint64_t poll_since_us; /* start of its current run of close passes */
+    _Atomic uintptr_t poll_thread;  /* the thread of that run */
     atomic_bool poll_off;       /* the consumer met the end of the stream: no more leases */
     atomic_bool engine_parked;  /* the engine paused reading for a lease, its timer armed */
     atomic_bool rx_held;        /* input waits in the QP (RNR stall), not in the socket */

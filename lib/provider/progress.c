@@ -115,12 +115,12 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
      * off these sockets while it keeps polling (emu_qp_poll_lease), so the
      * two do not fight over two CPUs for every frame. */
     bool polling = sd_evq_consumer_polling() && g_lease_us > 0;
-    uint64_t now = polling ? emu_now_us() : 0, cpu = polling ? emu_thread_cpu_us() : 0;
+    uint64_t now = polling ? emu_now_us() : 0;
     struct emu_qp *qps[SD_PROG_BATCH];
     unsigned nq = 0;
     for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next) {
         if (polling)
-            emu_qp_poll_lease(e->qp, g_lease_us, now, cpu);
+            emu_qp_poll_lease(e->qp, g_lease_us, now);
         qps[nq++] = e->qp;
         if (nq == SD_PROG_BATCH) {
             n += emu_qp_progress_many(qps, nq);
