@@ -663,9 +663,8 @@ static void copy_ordered(void *dst, const void *src, size_t n)
 }
 
 /* Place n bytes from src into the target iovecs (or drop them). */
-static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
+static void place_bytes(struct emu_qp *qp, const uint8_t *src, size_t n)
 {
-    crc_iov(qp, src, n);
     qp->pay_left -= (uint32_t)n;
     qp->rx_bytes += n;
     while (n > 0 && qp->tgt_i < qp->tgt_n) {
@@ -679,6 +678,12 @@ static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
         if (v->iov_len == 0)
             qp->tgt_i++;
     }
+}
+
+static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
+{
+    crc_iov(qp, src, n);
+    place_bytes(qp, src, n);
 }
 
 /* Account n bytes that readv put into the target iovecs (CRC off only:
@@ -703,6 +708,34 @@ static void to_trailer(struct emu_qp *qp)
     qp->phase = RX_TRL;
     qp->trl_have = 0;
     qp->trl_need = emu_fpdu_pad(qp->ulpdu_len) + 4;
+}
+
+/* CRC on: a frame whose CRC fails must not change target memory (an RNIC
+ * that places cut-through, as siw does, lets a corrupted Write land before
+ * its Terminate). So the payload is placed only once the whole rest of the
+ * FPDU (payload, pad, CRC: at most 65,528 bytes, within the prefetch
+ * buffer) is in and checked. Returns 1 when placed (the trailer follows,
+ * already known good), 0 to wait for more bytes (they stay in the
+ * prefetch buffer, which rx_run then fills behind them), or a failure. */
+static int place_verified(struct emu_qp *qp, bool engine)
+{
+    uint32_t avail = qp->pf_len - qp->pf_off;
+    const uint8_t *p = qp->pf + qp->pf_off;
+    uint32_t pad = emu_fpdu_pad(qp->ulpdu_len);
+    if (avail < qp->pay_left + pad + 4)
+        return 0;
+    uint32_t acc = emu_crc32c(qp->crc_acc, p, qp->pay_left);
+    if (emu_crc32c(acc, p + qp->pay_left, pad) != emu_crc32c_get_le(p + qp->pay_left + pad)) {
+        struct emu_term t;
+        emu_term_init(&t, EMU_TERM_LLP, EMU_TERM_LLP_MPA, EMU_MPA_LLP_CRC, NULL, 0, 0);
+        return rx_fail(qp, &t, EBADMSG, engine);
+    }
+    qp->crc_acc = acc;
+    uint32_t n = qp->pay_left;
+    place_bytes(qp, p, n);
+    qp->pf_off += n;
+    to_trailer(qp);
+    return 1;
 }
 
 /* Run the state machine over the prefetched bytes. 0, or a negative
@@ -763,6 +796,12 @@ static int process(struct emu_qp *qp, bool engine)
         case RX_PAY:
             if (qp->pay_left == 0) {
                 to_trailer(qp);
+                continue;
+            }
+            if (qp->crc) {
+                int rc = place_verified(qp, engine);
+                if (rc <= 0)
+                    return rc;
                 continue;
             }
             if (avail == 0)
@@ -889,11 +928,16 @@ static int rx_run(struct emu_qp *qp, int fd, bool engine)
                 qp->pf_len = (uint32_t)((size_t)n - placed);
             }
         } else {
-            n = recv(fd, qp->pf, QP_PF_SIZE, MSG_DONTWAIT);
-            if (n > 0) {
-                qp->pf_off = 0;
-                qp->pf_len = (uint32_t)n;
-            }
+            /* Bytes process() left waiting (an FPDU checked whole before
+             * placement) move to the front; the new ones go behind them. */
+            uint32_t keep = qp->pf_len - qp->pf_off;
+            if (keep > 0 && qp->pf_off > 0)
+                memmove(qp->pf, qp->pf + qp->pf_off, keep);
+            qp->pf_off = 0;
+            qp->pf_len = keep;
+            n = recv(fd, qp->pf + keep, QP_PF_SIZE - keep, MSG_DONTWAIT);
+            if (n > 0)
+                qp->pf_len = keep + (uint32_t)n;
         }
         if (n == 0)
             return EMU_RX_EOF;
