@@ -68,6 +68,8 @@ struct emu_listener;
 #define EMU_CONN_CLOSE_TIMEOUT_US 3000000u /* graceful: our FIN -> peer's FIN */
 #define EMU_CONN_REJECT_LINGER_US 1000000u /* reject Reply sent -> close */
 #define EMU_CONN_ABORT_LINGER_US 2000000u  /* abrupt disconnect: our FIN -> peer's EOF, then close */
+#define EMU_CONN_PEER_TIMEOUT_MS 60000u    /* a silent peer is given up after this
+                                              (SOFTDAT_PEER_TIMEOUT_MS; conn_sock_tune) */
 /* Active: a refused TCP connect (RST, nobody listens yet) is retried with a
  * fresh socket after 1, 2, 4, ... ms (at most EMU_CONN_REFUSED_BACKOFF_MAX_US
  * apart) for this long from the connect, and never past the caller's
@@ -238,6 +240,9 @@ int emu_conn_connect(struct emu_engine *e, const struct sockaddr *peer, socklen_
                      const struct sockaddr *local, socklen_t local_len,
                      const struct emu_conn_params *p, const void *pdata, uint16_t pdata_len,
                      const struct emu_conn_ops *ops, void *ctx, struct emu_conn **out);
+
+/* The peer timeout in force (SOFTDAT_PEER_TIMEOUT_MS, read once). */
+unsigned emu_conn_peer_timeout_ms(void);
 
 /* ---- adopted sockets (iWARP socket service points) ----
  * The consumer's own connected TCP socket `fd` carries the MPA exchange.

@@ -140,17 +140,54 @@ bool conn_crc_wanted(enum emu_crc_mode m, const struct sockaddr *local,
     return emu_mpa_crc_want(mm, emu_sockaddr_is_loopback(local) && emu_sockaddr_is_loopback(peer));
 }
 
+static pthread_once_t g_peer_to_once = PTHREAD_ONCE_INIT;
+static unsigned g_peer_to_ms = EMU_CONN_PEER_TIMEOUT_MS;
+
+static void peer_to_env_init(void)
+{
+    const char *v = getenv("SOFTDAT_PEER_TIMEOUT_MS");
+    if (v == NULL || *v == '\0')
+        return;
+    char *end = NULL;
+    errno = 0;
+    unsigned long ms = strtoul(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || v[0] == '-' || ms < 1000ul || ms > 3600000ul) {
+        SD_WARN("conn", "SOFTDAT_PEER_TIMEOUT_MS=%s not understood (1000-3600000); using %u", v,
+                EMU_CONN_PEER_TIMEOUT_MS);
+        return;
+    }
+    g_peer_to_ms = (unsigned)ms;
+}
+
+unsigned emu_conn_peer_timeout_ms(void)
+{
+    pthread_once(&g_peer_to_once, peer_to_env_init);
+    return g_peer_to_ms;
+}
+
+/* A peer that vanishes without a FIN or RST (its host died, the link was
+ * cut) is noticed within the peer timeout, not the kernel's two hours of
+ * keepalive or fifteen minutes of retransmissions: keepalive probes when
+ * the connection is idle (first after half the timeout, then three more
+ * in the other half), TCP_USER_TIMEOUT when sent data goes unacknowledged.
+ * The connection then breaks (ETIMEDOUT -> BROKEN) and every outstanding
+ * DTO completes FLUSHED. */
 void conn_sock_tune(int fd)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    /* A peer host that dies silently is noticed within about a minute
-     * (ETIMEDOUT -> BROKEN) instead of the kernel's two hours. */
-    int idle = 30, intvl = 10, cnt = 3;
+    unsigned ms = emu_conn_peer_timeout_ms();
+    int idle = (int)(ms / 2000u), intvl = (int)(ms / 6000u), cnt = 3;
+    if (idle < 1)
+        idle = 1;
+    if (intvl < 1)
+        intvl = 1;
+    unsigned user = ms;
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof user);
 }
 
 /* A fresh non-blocking socket for c's next TCP connect, bound to c->src

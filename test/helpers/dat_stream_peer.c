@@ -1,0 +1,489 @@
+/* dat_stream_peer: one side of the network-fault end-to-end test
+ * (test/e2e/netfault.sh), public DAT API only.
+ *
+ *   dat_stream_peer server IA PORT MODE
+ *   dat_stream_peer client IA HOST PORT MODE [SECONDS]
+ *
+ * MODE verify: ROUNDS rounds; in each the client RDMA-Writes 256 KiB of a
+ *   round-specific pattern into the server's target, then Sends a message
+ *   of a round-specific length (up to 60 KiB, patterned) that names the
+ *   round; the server checks every byte of both, RDMA-Reads 128 KiB of
+ *   the client's read area (patterned per round) and checks it, then Sends
+ *   its verdict. Any wrong byte, error status or lost message fails. Run
+ *   over netem delay, loss, reordering and duplication: the data arrives
+ *   intact, in order, exactly once.
+ * MODE stream: the client keeps 16 RDMA Writes of 64 KiB and a Send in
+ *   flight for SECONDS (or until the connection fails); the server reposts
+ *   its receives. When the link is cut or the peer killed, each side checks
+ *   that every DTO it posted completes (FLUSHED or an error), that one
+ *   connection event (BROKEN or DISCONNECTED) arrives, and how long that
+ *   took from the first failure; after freeing everything and closing the
+ *   IA, the process holds as many descriptors as before dat_ia_open.
+ *   Prints "result posted=P completed=C errors=E event=0xN drain_ms=D
+ *   fds=F0/F1" (drain_ms: first failed completion or connection event ->
+ *   last completion and the connection event).
+ * Prints "FAIL ..." and exits 1 on a failed check, 0 otherwise. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netdb.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <dat2/udat.h>
+
+static const char *side = "?";
+static int failures;
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        failures++;                                                                                \
+        printf("FAIL %s: ", side);                                                                 \
+        printf(__VA_ARGS__);                                                                       \
+        printf("\n");                                                                              \
+        fflush(stdout);                                                                            \
+    } while (0)
+#define MUST(call)                                                                                 \
+    do {                                                                                           \
+        DAT_RETURN r_ = (call);                                                                    \
+        if (r_ != DAT_SUCCESS) {                                                                   \
+            printf("FAIL %s line %d: %s = 0x%08x\n", side, __LINE__, #call, (unsigned)r_);          \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+enum {
+    ROUNDS = 24,
+    WR_LEN = 256 * 1024,
+    RD_LEN = 128 * 1024,
+    MSG_MAX = 60 * 1024,
+    NRECV = 8,
+    SLOT = MSG_MAX + 64,
+    ST_WRITE = 64 * 1024,
+    ST_WINDOW = 16,
+    AREA = 1024 * 1024,
+};
+#define TMO (30u * 1000000u) /* one wait, under netem loss */
+
+struct peer {
+    DAT_IA_HANDLE ia;
+    DAT_PZ_HANDLE pz;
+    DAT_EVD_HANDLE async, req, rcv, conn, cr;
+    DAT_EP_HANDLE ep;
+    DAT_PSP_HANDLE psp;
+    uint8_t *slots, *area; /* receive slots; RDMA area (target, read area, send source) */
+    DAT_LMR_HANDLE lmr_slots, lmr_area;
+    DAT_LMR_CONTEXT lc_slots, lc_area;
+    DAT_RMR_CONTEXT rc_area;
+    DAT_RMR_TRIPLET remote; /* the peer's area */
+};
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the directory's own descriptor */
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double g_t0;
+
+static uint8_t pat(uint32_t round, uint32_t kind, size_t i)
+{
+    return (uint8_t)((i * 131u) ^ (round * 7u) ^ (kind * 0x5Bu) ^ (i >> 9));
+}
+
+static DAT_LMR_TRIPLET tri(DAT_LMR_CONTEXT lc, const void *a, DAT_SEG_LENGTH len)
+{
+    DAT_LMR_TRIPLET t = {.lmr_context = lc, .virtual_address = (DAT_VADDR)(uintptr_t)a, .segment_length = len};
+    return t;
+}
+
+static DAT_DTO_COOKIE ck(uint64_t v)
+{
+    DAT_DTO_COOKIE c;
+    c.as_64 = v;
+    return c;
+}
+
+static void reg(struct peer *p, void *buf, DAT_VLEN len, DAT_LMR_HANDLE *h, DAT_LMR_CONTEXT *lc,
+                DAT_RMR_CONTEXT *rc)
+{
+    DAT_REGION_DESCRIPTION rd;
+    rd.for_va = buf;
+    DAT_VLEN sz;
+    DAT_VADDR va;
+    MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, h, lc,
+                        rc, &sz, &va));
+}
+
+static void post_recv(struct peer *p, int slot)
+{
+    DAT_LMR_TRIPLET t = tri(p->lc_slots, p->slots + (size_t)slot * SLOT, SLOT);
+    MUST(dat_ep_post_recv(p->ep, 1, &t, ck((uint64_t)slot), DAT_COMPLETION_DEFAULT_FLAG));
+}
+
+static void setup(struct peer *p, char *ia)
+{
+    memset(p, 0, sizeof *p);
+    p->async = DAT_HANDLE_NULL;
+    MUST(dat_ia_open(ia, 16, &p->async, &p->ia));
+    MUST(dat_pz_create(p->ia, &p->pz));
+    MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->req));
+    MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
+    MUST(dat_evd_create(p->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
+    MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
+    p->slots = aligned_alloc(4096, (size_t)SLOT * NRECV + 4096);
+    p->area = aligned_alloc(4096, AREA);
+    if (!p->slots || !p->area)
+        exit(1);
+    memset(p->slots, 0, (size_t)SLOT * NRECV);
+    memset(p->area, 0, AREA);
+    DAT_RMR_CONTEXT unused;
+    reg(p, p->slots, (DAT_VLEN)SLOT * NRECV, &p->lmr_slots, &p->lc_slots, &unused);
+    reg(p, p->area, AREA, &p->lmr_area, &p->lc_area, &p->rc_area);
+    DAT_EP_ATTR a;
+    memset(&a, 0, sizeof a);
+    a.service_type = DAT_SERVICE_TYPE_RC;
+    a.max_message_size = AREA;
+    a.max_rdma_size = AREA;
+    a.qos = DAT_QOS_BEST_EFFORT;
+    a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+    a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+    a.max_recv_dtos = NRECV;
+    a.max_request_dtos = ST_WINDOW + 8;
+    a.max_recv_iov = 1;
+    a.max_request_iov = 1;
+    a.max_rdma_read_in = 4;
+    a.max_rdma_read_out = 4;
+    a.max_rdma_read_iov = 1;
+    a.max_rdma_write_iov = 1;
+    MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
+    for (int i = 0; i < NRECV; i++)
+        post_recv(p, i);
+}
+
+static void teardown(struct peer *p)
+{
+    MUST(dat_ep_free(p->ep));
+    if (p->psp)
+        MUST(dat_psp_free(p->psp));
+    MUST(dat_lmr_free(p->lmr_slots));
+    MUST(dat_lmr_free(p->lmr_area));
+    DAT_EVD_HANDLE evds[] = {p->req, p->rcv, p->conn, p->cr};
+    for (size_t i = 0; i < sizeof evds / sizeof evds[0]; i++)
+        MUST(dat_evd_free(evds[i]));
+    MUST(dat_pz_free(p->pz));
+    MUST(dat_ia_close(p->ia, DAT_CLOSE_GRACEFUL_FLAG));
+    free(p->slots);
+    free(p->area);
+}
+
+static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, const char *what)
+{
+    DAT_EVENT ev;
+    DAT_COUNT n;
+    DAT_RETURN rc = dat_evd_wait(evd, TMO, 1, &ev, &n);
+    if (rc != DAT_SUCCESS) {
+        printf("FAIL %s: waiting for %s: 0x%08x\n", side, what, (unsigned)rc);
+        exit(1);
+    }
+    return ev;
+}
+
+static DAT_DTO_COMPLETION_EVENT_DATA wait_ok(DAT_EVD_HANDLE evd, const char *what)
+{
+    DAT_EVENT ev = wait_ev(evd, what);
+    DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
+    if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d.status != DAT_DTO_SUCCESS) {
+        printf("FAIL %s: %s: event 0x%x status %d\n", side, what, ev.event_number, (int)d.status);
+        exit(1);
+    }
+    return d;
+}
+
+static void connect_pair(struct peer *p, bool server, const char *host, unsigned port)
+{
+    if (server) {
+        MUST(dat_psp_create(p->ia, port, p->cr, DAT_PSP_CONSUMER_FLAG, &p->psp));
+        printf("listening\n");
+        fflush(stdout);
+        DAT_EVENT ev = wait_ev(p->cr, "a connection request");
+        MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, p->ep, 0, NULL));
+    } else {
+        struct addrinfo *ai = NULL;
+        struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+        if (getaddrinfo(host, NULL, &hints, &ai) != 0 || ai == NULL) {
+            FAIL("cannot resolve %s", host);
+            exit(1);
+        }
+        MUST(dat_ep_connect(p->ep, (DAT_IA_ADDRESS_PTR)ai->ai_addr, port, TMO, 0, NULL, DAT_QOS_BEST_EFFORT,
+                            DAT_CONNECT_DEFAULT_FLAG));
+        freeaddrinfo(ai);
+    }
+    DAT_EVENT ev = wait_ev(p->conn, "ESTABLISHED");
+    if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
+        FAIL("connection event 0x%x", ev.event_number);
+        exit(1);
+    }
+    /* Each side Sends its area's triplet. */
+    uint8_t *out = p->area + AREA - 64;
+    DAT_RMR_TRIPLET mine = {.rmr_context = p->rc_area, .virtual_address = (DAT_VADDR)(uintptr_t)p->area,
+                            .segment_length = AREA};
+    memcpy(out, &mine, sizeof mine);
+    DAT_LMR_TRIPLET t = tri(p->lc_area, out, sizeof mine);
+    MUST(dat_ep_post_send(p->ep, 1, &t, ck(900), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(p->rcv, "the peer's triplet");
+    memcpy(&p->remote, p->slots + d.user_cookie.as_64 * SLOT, sizeof p->remote);
+    post_recv(p, (int)d.user_cookie.as_64);
+    wait_ok(p->req, "our triplet's Send");
+}
+
+/* ---------------------------------------------------------------- verify */
+
+struct round_msg {
+    uint32_t round, len, verdict;
+};
+
+static int verify_client(struct peer *p)
+{
+    for (uint32_t r = 0; r < ROUNDS; r++) {
+        uint32_t len = 1 + (r * 7919u) % (MSG_MAX - 16);
+        for (size_t i = 0; i < WR_LEN; i++)
+            p->area[i] = pat(r, 1, i);
+        for (size_t i = 0; i < RD_LEN; i++)
+            p->area[WR_LEN + i] = pat(r, 2, i);
+        uint8_t *m = p->area + WR_LEN + RD_LEN;
+        struct round_msg h = {r, len, 0};
+        memcpy(m, &h, sizeof h);
+        for (size_t i = sizeof h; i < len + sizeof h; i++)
+            m[i] = pat(r, 3, i);
+        DAT_LMR_TRIPLET wt = tri(p->lc_area, p->area, WR_LEN);
+        DAT_RMR_TRIPLET rt = {.rmr_context = p->remote.rmr_context,
+                              .virtual_address = p->remote.virtual_address,
+                              .segment_length = WR_LEN};
+        MUST(dat_ep_post_rdma_write(p->ep, 1, &wt, ck(1), &rt, DAT_COMPLETION_DEFAULT_FLAG));
+        DAT_LMR_TRIPLET st = tri(p->lc_area, m, (DAT_VLEN)(len + sizeof h));
+        MUST(dat_ep_post_send(p->ep, 1, &st, ck(2), DAT_COMPLETION_DEFAULT_FLAG));
+        wait_ok(p->req, "the round's RDMA Write");
+        wait_ok(p->req, "the round's Send");
+        DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(p->rcv, "the server's verdict");
+        struct round_msg v;
+        memcpy(&v, p->slots + d.user_cookie.as_64 * SLOT, sizeof v);
+        post_recv(p, (int)d.user_cookie.as_64);
+        if (v.round != r || v.verdict != 1) {
+            FAIL("round %u: verdict for round %u = %u", r, v.round, v.verdict);
+            return 1;
+        }
+    }
+    printf("verified %d rounds: %d KiB written, %d KiB read, sends of up to %d bytes\n", ROUNDS,
+           ROUNDS * WR_LEN / 1024, ROUNDS * RD_LEN / 1024, MSG_MAX);
+    return 0;
+}
+
+static int verify_server(struct peer *p)
+{
+    uint8_t *sink = p->area + WR_LEN + RD_LEN + SLOT;
+    for (uint32_t r = 0; r < ROUNDS; r++) {
+        DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(p->rcv, "the round's Send");
+        uint8_t *m = p->slots + d.user_cookie.as_64 * SLOT;
+        struct round_msg h;
+        memcpy(&h, m, sizeof h);
+        uint32_t ok = 1;
+        if (h.round != r || d.transfered_length != h.len + sizeof h) {
+            FAIL("round %u: message of round %u, %u bytes (want %zu)", r, h.round,
+                 (unsigned)d.transfered_length, h.len + sizeof h);
+            ok = 0;
+        }
+        for (size_t i = sizeof h; ok && i < h.len + sizeof h; i++)
+            if (m[i] != pat(r, 3, i)) {
+                FAIL("round %u: Send byte %zu", r, i);
+                ok = 0;
+            }
+        for (size_t i = 0; ok && i < WR_LEN; i++)
+            if (p->area[i] != pat(r, 1, i)) {
+                FAIL("round %u: RDMA Write byte %zu", r, i);
+                ok = 0;
+            }
+        post_recv(p, (int)d.user_cookie.as_64);
+        memset(sink, 0, RD_LEN);
+        DAT_LMR_TRIPLET lt = tri(p->lc_area, sink, RD_LEN);
+        DAT_RMR_TRIPLET rt = {.rmr_context = p->remote.rmr_context,
+                              .virtual_address = p->remote.virtual_address + WR_LEN,
+                              .segment_length = RD_LEN};
+        MUST(dat_ep_post_rdma_read(p->ep, 1, &lt, ck(3), &rt, DAT_COMPLETION_DEFAULT_FLAG));
+        wait_ok(p->req, "the round's RDMA Read");
+        for (size_t i = 0; ok && i < RD_LEN; i++)
+            if (sink[i] != pat(r, 2, i)) {
+                FAIL("round %u: RDMA Read byte %zu", r, i);
+                ok = 0;
+            }
+        uint8_t *out = p->area + WR_LEN + RD_LEN;
+        struct round_msg v = {r, 0, ok};
+        memcpy(out, &v, sizeof v);
+        DAT_LMR_TRIPLET st = tri(p->lc_area, out, sizeof v);
+        MUST(dat_ep_post_send(p->ep, 1, &st, ck(4), DAT_COMPLETION_DEFAULT_FLAG));
+        wait_ok(p->req, "the verdict's Send");
+        if (!ok)
+            return 1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- stream */
+
+struct tally {
+    long posted, completed, errors;
+    double first_fail, last;
+    DAT_EVENT_NUMBER event;
+};
+
+static void note_fail(struct tally *t)
+{
+    if (t->first_fail == 0)
+        t->first_fail = now_s();
+}
+
+/* Reap what is there (wait up to us for the first). */
+static void reap(struct peer *p, DAT_EVD_HANDLE evd, struct tally *t, DAT_TIMEOUT us, bool repost)
+{
+    DAT_EVENT ev;
+    DAT_COUNT n;
+    if (dat_evd_wait(evd, us, 1, &ev, &n) != DAT_SUCCESS)
+        return;
+    for (;;) {
+        DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
+        t->completed++;
+        t->last = now_s();
+        if (d.status != DAT_DTO_SUCCESS) {
+            t->errors++;
+            note_fail(t);
+        } else if (repost) {
+            post_recv(p, (int)d.user_cookie.as_64);
+            t->posted++;
+        }
+        if (dat_evd_dequeue(evd, &ev) != DAT_SUCCESS)
+            return;
+    }
+}
+
+static void conn_event(struct peer *p, struct tally *t, DAT_TIMEOUT us)
+{
+    DAT_EVENT ev;
+    DAT_COUNT n;
+    if (t->event == 0 && dat_evd_wait(p->conn, us, 1, &ev, &n) == DAT_SUCCESS) {
+        t->event = ev.event_number;
+        note_fail(t);
+        t->last = now_s();
+    }
+}
+
+static int stream(struct peer *p, bool client, double seconds)
+{
+    struct tally t = {.posted = client ? 0 : NRECV};
+    double end = now_s() + seconds;
+    long outstanding = 0;
+    while (t.event == 0 && t.errors == 0 && now_s() < end) {
+        if (client) {
+            while (outstanding < ST_WINDOW) {
+                size_t off = (size_t)(t.posted % 8) * ST_WRITE;
+                DAT_LMR_TRIPLET wt = tri(p->lc_area, p->area + off, ST_WRITE);
+                DAT_RMR_TRIPLET rt = {.rmr_context = p->remote.rmr_context,
+                                      .virtual_address = p->remote.virtual_address + off,
+                                      .segment_length = ST_WRITE};
+                if (dat_ep_post_rdma_write(p->ep, 1, &wt, ck(1), &rt, DAT_COMPLETION_DEFAULT_FLAG) != DAT_SUCCESS)
+                    break;
+                t.posted++;
+                outstanding++;
+            }
+            long before = t.completed;
+            reap(p, p->req, &t, 100000, false);
+            outstanding -= t.completed - before;
+        } else {
+            reap(p, p->rcv, &t, 100000, true);
+        }
+        conn_event(p, &t, 0);
+    }
+    if (t.event == 0 && t.errors == 0) {
+        printf("no failure within %.0f s\n", seconds);
+        return 1;
+    }
+    /* The connection failed: everything posted must complete, and the
+     * connection event arrive. Bounded by the IA's own detection (the
+     * test sets SOFTDAT_PEER_TIMEOUT_MS) plus slack. */
+    double deadline = now_s() + 20;
+    while ((t.completed < t.posted || t.event == 0) && now_s() < deadline) {
+        reap(p, client ? p->req : p->rcv, &t, 50000, false);
+        conn_event(p, &t, 0);
+    }
+    outstanding = t.posted - t.completed;
+    int rc = 0;
+    if (t.event != DAT_CONNECTION_EVENT_BROKEN && t.event != DAT_CONNECTION_EVENT_DISCONNECTED) {
+        FAIL("connection event 0x%x", t.event);
+        rc = 1;
+    }
+    if (outstanding != 0) {
+        FAIL("%ld posted DTOs never completed (posted %ld, completed %ld)", outstanding, t.posted, t.completed);
+        rc = 1;
+    }
+    printf("result posted=%ld completed=%ld errors=%ld event=0x%x drain_ms=%.0f failed_at=%.1fs\n", t.posted,
+           t.completed, t.errors, t.event, (t.last - t.first_fail) * 1000.0, t.first_fail - g_t0);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 5) {
+        fprintf(stderr, "usage: dat_stream_peer server IA PORT MODE | client IA HOST PORT MODE [SECONDS]\n");
+        return 2;
+    }
+    bool server = strcmp(argv[1], "server") == 0;
+    side = argv[1];
+    char *ia = argv[2];
+    const char *host = server ? NULL : argv[3];
+    unsigned port = (unsigned)atoi(server ? argv[3] : argv[4]);
+    const char *mode = server ? argv[4] : (argc > 5 ? argv[5] : "verify");
+    double seconds = (!server && argc > 6) ? atof(argv[6]) : 30;
+    g_t0 = now_s();
+    int fds0 = count_fds();
+    struct peer p;
+    setup(&p, ia);
+    connect_pair(&p, server, host, port);
+    int rc;
+    if (strcmp(mode, "verify") == 0) {
+        rc = server ? verify_server(&p) : verify_client(&p);
+        if (!server)
+            MUST(dat_ep_disconnect(p.ep, DAT_CLOSE_GRACEFUL_FLAG));
+        DAT_EVENT ev = wait_ev(p.conn, "DISCONNECTED");
+        if (ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED)
+            FAIL("end of connection: event 0x%x", ev.event_number);
+    } else if (strcmp(mode, "stream") == 0) {
+        printf("streaming\n");
+        rc = stream(&p, !server, seconds);
+    } else {
+        fprintf(stderr, "unknown mode %s\n", mode);
+        return 2;
+    }
+    teardown(&p);
+    int fds1 = count_fds();
+    printf("fds=%d/%d\n", fds0, fds1);
+    printf("done at=%.1fs\n", now_s() - g_t0);
+    if (fds1 != fds0)
+        FAIL("descriptors: %d before dat_ia_open, %d after dat_ia_close", fds0, fds1);
+    return rc != 0 || failures != 0 ? 1 : 0;
+}
