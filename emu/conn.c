@@ -1,5 +1,6 @@
 /* Connection manager: connect, accept/reject, MPA v2 handshake with RTR,
  * teardown (listeners and address helpers: conn_listen.c). State machine and locking: docs/emu-design.md. */
+#include "emu/fault.h"
 #include "emu/conn_int.h"
 
 #include "emu/ddp.h"
@@ -616,6 +617,8 @@ static void tcp_connected(struct emu_conn *c)
 /* A refused TCP connect (RST: nobody listens there, perhaps not yet):
  * drop the socket and arm the retry timer, backing off 1, 2, 4, ... ms,
  * while the retry window lasts. false = the refusal is final. */
+static void schedule_retry(struct emu_conn *c, uint64_t delay);
+
 static bool refused_retry(struct emu_conn *c)
 {
     c->refused = true;
@@ -629,6 +632,13 @@ static bool refused_retry(struct emu_conn *c)
     c->retry_delay_us = c->retry_delay_us * 2 > EMU_CONN_REFUSED_BACKOFF_MAX_US
                             ? EMU_CONN_REFUSED_BACKOFF_MAX_US
                             : c->retry_delay_us * 2;
+    schedule_retry(c, delay);
+    return true;
+}
+
+/* The TCP connect again after delay, on a fresh socket (conn_retry). */
+static void schedule_retry(struct emu_conn *c, uint64_t delay)
+{
     pthread_mutex_lock(&c->lock);
     struct emu_fdw *w = c->w;
     int fd = c->fd;
@@ -641,7 +651,6 @@ static bool refused_retry(struct emu_conn *c)
     emu_fdw_free(w);
     conn_close_fd(fd, false);
     emu_timer_arm(c->retry, delay);
-    return true;
 }
 
 /* The two-machine mistakes: a server on a loopback-only IA (softdat-lo)
@@ -724,7 +733,13 @@ static void connect_job(void *arg)
             emu_timer_arm(c->timer, c->params.timeout_us);
         c->retry_deadline = emu_now_us() + conn_refused_retry_us();
         c->retry_delay_us = 1000;
-        tcp_start(c);
+        uint64_t delay = emu_fault_connect_delay_us();
+        if (emu_fault_hit(EMU_FAULT_REFUSE)) /* SOFTDAT_FAULT refuse= */
+            finish(c, EMU_CONN_NON_PEER_REJECTED, ECONNREFUSED, true);
+        else if (delay != 0 && c->retry != NULL && !c->adopted)
+            schedule_retry(c, delay); /* SOFTDAT_FAULT connect_delay_ms= */
+        else
+            tcp_start(c);
     }
     leave(c);
     conn_put(c);

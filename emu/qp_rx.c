@@ -16,6 +16,7 @@
 #include "emu/qp_internal.h"
 
 #include "emu/crc32c.h"
+#include "emu/fault.h"
 #include "emu/engine.h"
 #include "emu/log.h"
 #include "emu/mpa.h"
@@ -562,6 +563,14 @@ static int seg_done(struct emu_qp *qp, bool engine)
     }
     qp->rx_fpdus++;
     emu_mem_put(&qp->wref);
+    if (emu_fault_hit(EMU_FAULT_DROP)) { /* SOFTDAT_FAULT drop=: as a transport failure */
+        qp_fatal(qp, false, NULL, ECONNABORTED);
+        if (!engine) {
+            qp->rx_dead = true;
+            qp->rx_err = -ECONNABORTED;
+        }
+        return -ECONNABORTED;
+    }
     if (qp->rx_release_tx) {
         qp->rx_release_tx = false;
         pthread_mutex_lock(&qp->sq_lock);

@@ -1,6 +1,7 @@
 /* Queue pair, transmit side: cut send-queue work and Read Responses into
  * FPDUs, coalesce them into one writev, resume partial writes exactly.
  * Everything here runs with sq_lock held. */
+#include "emu/fault.h"
 #include "emu/qp_internal.h"
 
 #include "emu/log.h"
@@ -70,6 +71,8 @@ static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const stru
         if (pay[i].iov_len)
             b->iov[b->niov++] = pay[i];
     size_t tl = emu_fpdu_build_trailer(b->hdr[r], hlen, pay, (int)npay, qp->crc, b->trl[r]);
+    if (qp->crc && emu_fault_hit(EMU_FAULT_CRC)) /* SOFTDAT_FAULT crc= */
+        b->trl[r][tl - 1] ^= 0xFF;
     b->iov[b->niov].iov_base = b->trl[r];
     b->iov[b->niov].iov_len = tl;
     b->niov++;

@@ -1,6 +1,9 @@
 /* softdat EVD: handle, argument checks, IA/CNO references and the async
  * EVD wiring around the event-queue core (evq.c). Spec line numbers (Lnnnn)
  * refer to the DAT 2.0 text; docs/events.md has the semantics. */
+#include <time.h>
+
+#include "emu/fault.h"
 #include "lib/provider/evd.h"
 
 #include "emu/log.h"
@@ -11,6 +14,11 @@
 
 DAT_RETURN sd_evd_post(struct sd_evd *evd, const DAT_EVENT *ev, enum sd_evq_kind kind, unsigned flags)
 {
+    uint64_t late = kind == SD_EVQ_DTO ? emu_fault_completion_delay_us() : 0;
+    if (late != 0) { /* SOFTDAT_FAULT completion_delay_us=: a slow RNIC */
+        struct timespec ts = {(time_t)(late / 1000000u), (long)(late % 1000000u) * 1000};
+        nanosleep(&ts, NULL);
+    }
     if (kind == SD_EVQ_DTO || kind == SD_EVQ_EXT)
         SD_CNT_EVD(evd, DCNT_EVD_DTO_CALLBACK);
     else if (kind == SD_EVQ_CONN || kind == SD_EVQ_CR)

@@ -1,4 +1,5 @@
 /* softdat handle framework (see handle.h for the contract). */
+#include "emu/fault.h"
 #include "lib/provider/handle.h"
 
 #include <pthread.h>
@@ -219,6 +220,10 @@ void sd_handle_registry_shutdown(void)
 
 struct sd_handle *sd_handle_alloc(const struct sd_handle_ops *ops, struct sd_ia *ia)
 {
+    /* SOFTDAT_FAULT create=: a consumer's object creation fails as for lack
+     * of memory (the IA itself and incoming connection requests excepted). */
+    if (ia != NULL && ops->type != DAT_HANDLE_TYPE_CR && emu_fault_hit(EMU_FAULT_CREATE))
+        return NULL;
     struct sd_handle *h = calloc(1, ops->size);
     if (h == NULL)
         return NULL;

@@ -2,6 +2,7 @@
  * the local-iovec check of the data path. Regions live in the IA's memory
  * table (emu/mem.h); spec digest: shared/research/spec-part2.md §5;
  * Lnnnn = DAT 2.0 spec text lines. */
+#include "emu/fault.h"
 #include "lib/provider/lmr.h"
 
 #include <errno.h>
@@ -233,6 +234,10 @@ static DAT_RETURN sd_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, 
     case 0: break;
     case -EACCES: rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6); goto out;
     default: rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3); goto out;
+    }
+    if (emu_fault_hit(EMU_FAULT_REGISTER)) { /* SOFTDAT_FAULT register= */
+        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+        goto out;
     }
     lmr = (struct sd_lmr *)sd_handle_alloc(&lmr_ops, ia);
     if (lmr == NULL) {
