@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""The body of scripts/bench (see there): runs the rounds, prints the table.
+
+Every figure is a median over the rounds (min-max beside it). A ratio is
+softdat's figure over raw TCP's measured by softdat-perf in the same run
+(latency: > 1 is slower; bandwidth: < 1 is slower); the other transports
+get the same ratio against the median raw-TCP baseline of all rounds, so
+each row reads "how far from TCP itself"."""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+
+PORT = [21000]
+
+
+def next_port():
+    PORT[0] += 7
+    return PORT[0]
+
+
+class Server:
+    """A server process started by us, stopped by its PID."""
+
+    def __init__(self, argv, env=None, wait_s=0.4):
+        self.p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(wait_s)
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(5)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+
+def run(argv, env=None, timeout=120, stdout_only=False):
+    try:
+        r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        return r.stdout if stdout_only else r.stdout + r.stderr
+    except subprocess.TimeoutExpired:
+        return ""
+
+
+def have(tool):
+    return shutil.which(tool) is not None
+
+
+def softdat(top, polled, sizes, record):
+    env = dict(os.environ, DAT_OVERRIDE=os.path.join(top, "build/dat.conf"))
+    perf = os.path.join(top, "build/bin/softdat-perf")
+    port = next_port()
+    srv = Server([perf, "-s", "-p", str(port), "--idle", "120", "--persist"], env)
+    try:
+        argv = [perf, "-c", "127.0.0.1", "-p", str(port), "--compare", "--json", "-m", sizes]
+        if polled:
+            argv.append("-W")
+        out = run(argv + ["all"], env, timeout=600, stdout_only=True)
+    finally:
+        srv.stop()
+    try:
+        d = json.loads(out[out.index("{"):])
+    except ValueError:
+        print("bench: softdat-perf gave no JSON:", out[-300:], file=sys.stderr)
+        return
+    mode = "polled" if polled else "blocking"
+    for r in d["results"]:
+        if r.get("error"):
+            continue
+        key = (r["test"], r["size"])
+        lat = r["lat_median_us"] is not None
+        val = r["lat_median_us"] if lat else r["gbps"]
+        raw = r["raw"]["lat_median_us"] if lat else r["raw"]["gbps"]
+        record("softdat %s" % mode, key, val, raw, "us" if lat else "GB/s")
+        if r["test"] in ("send_lat", "send_bw") and not polled:
+            record("raw TCP (softdat-perf baseline)", ("tcp_" + ("lat" if lat else "bw"), r["size"]), raw,
+                   raw, "us" if lat else "GB/s")
+
+
+def fabric(sizes, record):
+    env = dict(os.environ, FI_TCP_IFACE="lo", FI_SOCKETS_IFACE="lo", FI_NET_IFACE="lo")
+    for size in sizes:
+        port = next_port()
+        iters = "10000" if size <= 4096 else "1000"
+        srv = Server(["fi_pingpong", "-p", "tcp", "-e", "msg", "-B", str(port), "-I", iters, "-S", str(size)], env)
+        try:
+            out = run(["fi_pingpong", "-p", "tcp", "-e", "msg", "-P", str(port), "-I", iters, "-S", str(size),
+                       "127.0.0.1"], env)
+        finally:
+            srv.stop()
+        # one row: bytes (64, 4k, 1m) #sent #ack total time MB/sec usec/xfer Mxfers/sec
+        m = re.search(r"^\s*\d+[kmg]?\s+\S+\s+\S+\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)", out, re.M)
+        if m:
+            record("libfabric tcp (fi_pingpong, busy-poll)", ("pingpong_lat", size), float(m.group(2)), None, "us")
+            if size >= 65536:
+                record("libfabric tcp (fi_pingpong, busy-poll)", ("pingpong_bw", size), float(m.group(1)) / 1000,
+                       None, "GB/s")
+
+
+def ucx(record):
+    env = dict(os.environ, UCX_TLS="tcp", UCX_NET_DEVICES="lo")
+    for test, size, unit in (("tag_lat", 64, "us"), ("tag_lat", 4096, "us"), ("tag_bw", 1048576, "GB/s")):
+        port = next_port()
+        srv = Server(["ucx_perftest", "-p", str(port)], env)
+        try:
+            n = "20000" if test == "tag_lat" else "2000"
+            out = run(["ucx_perftest", "127.0.0.1", "-p", str(port), "-t", test, "-s", str(size), "-n", n], env)
+        finally:
+            srv.stop()
+        m = re.search(r"^Final:\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", out, re.M)
+        if not m:
+            continue
+        if unit == "us":
+            record("UCX tcp (ucx_perftest %s)" % test, (test, size), float(m.group(1)), None, unit)
+        else:
+            record("UCX tcp (ucx_perftest %s)" % test, (test, size), float(m.group(4)) * 1.048576 / 1000, None, unit)
+
+
+def sockperf(record):
+    for busy in (False, True):
+        port = next_port()
+        srv = Server(["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", str(port)])
+        try:
+            argv = ["sockperf", "pp", "--tcp", "-i", "127.0.0.1", "-p", str(port), "-m", "64", "-t", "3"]
+            if busy:
+                argv.append("--nonblocked")
+            out = run(argv)
+        finally:
+            srv.stop()
+        m = re.search(r"percentile 50\.000 =\s+([\d.]+)", out)
+        if m:
+            name = "sockperf ping-pong, %s" % ("busy-poll" if busy else "blocking")
+            record(name, ("pingpong_lat_p50", 64), float(m.group(1)), None, "us")
+
+
+def iperf(record):
+    port = next_port()
+    srv = Server(["iperf3", "-s", "-p", str(port), "-1"])
+    try:
+        out = run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "3", "-l", "1M", "-J"])
+    finally:
+        srv.stop()
+    try:
+        d = json.loads(out)
+        record("iperf3 (1 MiB writes)", ("stream_bw", 1048576), d["end"]["sum_received"]["bits_per_second"] / 8e9,
+               None, "GB/s")
+    except (ValueError, KeyError):
+        pass
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--top", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="one round, softdat-perf sizes 64 and 4K only")
+    ap.add_argument("--json", help="also write every sample to this file")
+    a = ap.parse_args()
+    rounds = 1 if a.quick else a.rounds
+    sizes = "64,4K" if a.quick else "64,4K,1M"
+    samples = {}  # (name, key) -> {"unit", "vals": [], "raws": []}
+    order = []
+
+    def record(name, key, val, raw, unit):
+        k = (name, key)
+        if k not in samples:
+            samples[k] = {"unit": unit, "vals": [], "raws": []}
+            order.append(k)
+        samples[k]["vals"].append(val)
+        if raw is not None:
+            samples[k]["raws"].append(raw)
+
+    missing = [t for t in ("fi_pingpong", "ucx_perftest", "sockperf", "iperf3") if not have(t)]
+    if missing:
+        print("bench: not installed (skipped): %s — scripts/install-deps --bench" % " ".join(missing))
+    if not os.path.exists(os.path.join(a.top, "build/bin/softdat-perf")):
+        sys.exit("bench: build/bin/softdat-perf missing: run make first")
+    load = os.getloadavg()[0]
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    for r in range(rounds):
+        print("bench: round %d of %d (load average %.2f)" % (r + 1, rounds, os.getloadavg()[0]), flush=True)
+        softdat(a.top, False, sizes, record)
+        softdat(a.top, True, sizes, record)
+        if have("fi_pingpong"):
+            fabric([64, 4096] if a.quick else [64, 4096, 1048576], record)
+        if have("ucx_perftest"):
+            ucx(record)
+        if have("sockperf"):
+            sockperf(record)
+        if have("iperf3"):
+            iperf(record)
+    base = {}
+    for (name, key), s in samples.items():
+        if name.startswith("raw TCP"):
+            base[key] = statistics.median(s["vals"])
+    print()
+    print("softdat bench, %s, %d round(s), %d CPUs, load average at start %.2f" % (started, rounds, os.cpu_count(),
+                                                                                  load))
+    print("%-42s %-22s %10s %21s %8s" % ("transport", "figure", "median", "min-max", "ratio"))
+    for name, key in order:
+        s = samples[(name, key)]
+        v = s["vals"]
+        med = statistics.median(v)
+        if s["raws"]:
+            ratio = statistics.median([x / y for x, y in zip(v, s["raws"]) if y])
+        else:
+            lat = s["unit"] == "us"
+            b = base.get(("tcp_lat" if lat else "tcp_bw", key[1]))
+            ratio = med / b if b else None
+        fig = "%s %s" % (key[0], size_name(key[1]))
+        print("%-42s %-22s %8.3f %-2s %9.3f-%-9.3f %8s" % (name, fig, med, s["unit"][:4], min(v), max(v),
+                                                           "%.2f" % ratio if ratio is not None else "-"))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump([{"transport": n, "figure": k[0], "size": k[1], "unit": samples[(n, k)]["unit"],
+                        "values": samples[(n, k)]["vals"], "raw": samples[(n, k)]["raws"]} for n, k in order], f,
+                      indent=1)
+
+
+def size_name(n):
+    if n >= 1048576 and n % 1048576 == 0:
+        return "%dM" % (n // 1048576)
+    if n >= 1024 and n % 1024 == 0:
+        return "%dK" % (n // 1024)
+    return "%dB" % n
+
+
+if __name__ == "__main__":
+    main()
