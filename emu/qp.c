@@ -396,6 +396,20 @@ void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
         atomic_store_explicit(&qp->poll_until_us, now + usec, memory_order_relaxed);
 }
 
+void emu_qp_poll_release(struct emu_qp *qp)
+{
+    if (!qp || atomic_load_explicit(&qp->poll_until_us, memory_order_relaxed) == 0)
+        return;
+    atomic_store_explicit(&qp->poll_until_us, 0, memory_order_relaxed);
+    atomic_store_explicit(&qp->poll_thread, 0, memory_order_relaxed); /* the next poller earns anew */
+    if (!atomic_load_explicit(&qp->engine_parked, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&qp->sq_lock);
+    if (qp->c)
+        emu_conn_rx_kick(qp->c);
+    pthread_mutex_unlock(&qp->sq_lock);
+}
+
 /* Engine thread: a consumer polls this QP. Pause reading until its lease
  * runs out (it may renew it meanwhile: then pause again). */
 static bool leased_to_consumer(struct emu_qp *qp)

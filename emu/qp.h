@@ -228,6 +228,10 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n);
  * for the next usec the engine leaves the socket to it, looking again
  * once the lease ran out. now_us: emu_now_us(). Any thread; cheap. */
 void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now_us);
+/* The polling thread stops polling (it is about to sleep in an EVD wait):
+ * the lease ends now, and a parked engine resumes reading at once instead
+ * of when the lease would have run out. */
+void emu_qp_poll_release(struct emu_qp *qp);
 /* A polling thread ends a pass over its QPs (after emu_qp_poll_lease and
  * emu_qp_progress*): the time it spends until its next pass, outside its
  * own posts, is what tells whether it keeps polling. */

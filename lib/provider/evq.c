@@ -232,6 +232,13 @@ bool sd_evq_consumer_polling(void)
     return tl_polling;
 }
 
+static _Thread_local bool tl_sleeping;
+
+bool sd_evq_consumer_sleeping(void)
+{
+    return tl_sleeping;
+}
+
 static int call_progress_polling(struct sd_evq *q);
 
 static int call_progress(struct sd_evq *q)
@@ -375,6 +382,7 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
     bool polling = q->progress != NULL;
     bool polled = false; /* the hook ran at least once before sleeping */
     bool spun = false;   /* a spin window is being used */
+    bool released = !polling; /* the hook was told this thread sleeps now */
 
     atomic_store_explicit(&q->waiter, true, memory_order_relaxed);
     q->w_threshold = threshold;
@@ -416,6 +424,16 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
         if (spun) { /* the window ran out: sleeping after all */
             spin_outcome(q, false);
             spun = false;
+        }
+        if (!released) {
+            /* A thread that polled until now (and may hold its QPs' sockets
+             * for that) sleeps: the hook gives them back to the engine
+             * first, then the count is checked once more. */
+            released = true;
+            tl_sleeping = true;
+            call_progress(q);
+            tl_sleeping = false;
+            continue;
         }
         if (infinite)
             pthread_cond_wait(&q->cv, &q->mu);

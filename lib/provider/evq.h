@@ -70,6 +70,9 @@ typedef int (*sd_evq_progress_fn)(void *arg, struct sd_evq *q);
  * zero-timeout dat_evd_wait (a polling consumer), false in a waiter's
  * spin window before it sleeps. */
 bool sd_evq_consumer_polling(void);
+/* Inside a progress hook: true for the last call of a waiter that is about
+ * to sleep (it should give back whatever it took for polling). */
+bool sd_evq_consumer_sleeping(void);
 
 /* Private to evq.c; public so that the EVD can embed it. */
 struct sd_evq {

@@ -13,8 +13,8 @@
 #define SD_IA_PARAMS_MAX 256       /* ia_params string kept per record */
 
 /* ---- objects per IA (create returns DAT_INSUFFICIENT_RESOURCES beyond) */
-#define SD_MAX_EPS 4096   /* dtestcm's default 1000 connections fit twice over */
-#define SD_MAX_EVDS 8192  /* two per EP plus IA-wide ones */
+#define SD_MAX_EPS 16384  /* 10,000 connected EPs per process (test/e2e/scale.sh) with room */
+#define SD_MAX_EVDS 32768 /* two per EP plus IA-wide ones */
 #define SD_MAX_PZS 4096
 #define SD_MAX_LMRS 65536 /* STag index space is 24 bits; this bounds table memory */
 #define SD_MAX_RMRS 65536
