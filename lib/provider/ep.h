@@ -27,6 +27,8 @@ struct sd_srq;
 struct sd_cr;
 struct sd_ep_ud;
 
+struct sd_prog_ent;
+
 struct sd_ep {
     struct sd_handle h;
 
@@ -63,6 +65,9 @@ struct sd_ep {
 
     /* ---- data transfer (ep_dto.c) ---- */
     struct emu_qp *qp;
+    /* consumer-progress registrations (progress.c), under its registry lock */
+#define SD_EP_PROG_SLOTS 2
+    struct sd_prog_ent *prog[SD_EP_PROG_SLOTS];
     /* Work-request rings (cookie slots, SUPPRESS accounting, deferred
      * flushes), lib/provider/ep_dto.h. Allocated by sd_ep_dto_init. */
     struct sd_ep_dto *dto;

@@ -415,7 +415,15 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
         }
         if (polling && (now < poll_end || !polled)) {
             polled = true;
-            if (call_progress(q) < 0)
+            /* Without a spin window this one call is also the last
+             * before sleeping (see `released` below). */
+            if (spin_us == 0) {
+                released = true;
+                tl_sleeping = true;
+            }
+            int r = call_progress(q);
+            tl_sleeping = false;
+            if (r < 0)
                 polling = false; /* nothing to progress: not a spin */
             else
                 spun = spin_us > 0;

@@ -20,15 +20,16 @@
 #include "lib/provider/evd.h"
 
 struct sd_prog_ent {
-    struct sd_prog_ent *next;  /* in evd->ps, under its mu */
-    struct sd_prog_ent *gnext; /* in the registry, under g_mu */
+    struct sd_prog_ent *next, **pprev; /* in evd->ps, under its mu: O(1) unlink */
     struct sd_ep *ep;          /* key only: never dereferenced by a pass */
     struct emu_qp *qp;         /* valid until sd_progress_remove(ep) returns */
     struct sd_evd *evd;        /* holds a handle reference */
 };
 
+/* The registry is the entries themselves, hung off their EP (ep->prog[],
+ * at most one per EVD, the receive and the request EVD): adding and
+ * removing cost the same with 10,000 connections as with one. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct sd_prog_ent *g_ents;
 static atomic_uint_fast64_t g_completions, g_busy_passes, g_registered;
 
 /* ------------------------------------------------------------ config */
@@ -162,8 +163,8 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
 
 static bool registered_locked(const struct sd_ep *ep, const struct sd_evd *evd)
 {
-    for (const struct sd_prog_ent *e = g_ents; e != NULL; e = e->gnext)
-        if (e->ep == ep && e->evd == evd)
+    for (int i = 0; i < SD_EP_PROG_SLOTS; i++)
+        if (ep->prog[i] != NULL && ep->prog[i]->evd == evd)
             return true;
     return false;
 }
@@ -171,6 +172,9 @@ static bool registered_locked(const struct sd_ep *ep, const struct sd_evd *evd)
 static void add_one(struct sd_ep *ep, struct emu_qp *qp, struct sd_evd *evd)
 {
     if (evd == NULL || !evd->ps_inited || registered_locked(ep, evd))
+        return;
+    int slot = ep->prog[0] == NULL ? 0 : 1;
+    if (ep->prog[slot] != NULL)
         return;
     struct sd_prog_ent *e = calloc(1, sizeof *e);
     if (e == NULL) {
@@ -182,10 +186,12 @@ static void add_one(struct sd_ep *ep, struct emu_qp *qp, struct sd_evd *evd)
     e->qp = qp;
     e->evd = evd;
     sd_handle_ref(&evd->h);
-    e->gnext = g_ents;
-    g_ents = e;
+    ep->prog[slot] = e;
     pthread_mutex_lock(&evd->ps.mu);
     e->next = evd->ps.head;
+    if (e->next != NULL)
+        e->next->pprev = &e->next;
+    e->pprev = &evd->ps.head;
     evd->ps.head = e;
     int n = atomic_load_explicit(&evd->ps.n, memory_order_relaxed) + 1;
     atomic_store_explicit(&evd->ps.n, n, memory_order_relaxed);
@@ -217,23 +223,18 @@ void sd_progress_remove(struct sd_ep *ep)
     if (ep == NULL)
         return;
     pthread_mutex_lock(&g_mu);
-    struct sd_prog_ent **pp = &g_ents;
-    while (*pp != NULL) {
-        struct sd_prog_ent *e = *pp;
-        if (e->ep != ep) {
-            pp = &e->gnext;
+    for (int i = 0; i < SD_EP_PROG_SLOTS; i++) {
+        struct sd_prog_ent *e = ep->prog[i];
+        if (e == NULL)
             continue;
-        }
-        *pp = e->gnext;
+        ep->prog[i] = NULL;
         struct sd_progress_set *ps = &e->evd->ps;
         /* Blocking: waits for a pass over this set to end, after which
          * no consumer thread holds e->qp. */
         pthread_mutex_lock(&ps->mu);
-        for (struct sd_prog_ent **sp = &ps->head; *sp != NULL; sp = &(*sp)->next)
-            if (*sp == e) {
-                *sp = e->next;
-                break;
-            }
+        *e->pprev = e->next;
+        if (e->next != NULL)
+            e->next->pprev = e->pprev;
         int n = atomic_load_explicit(&ps->n, memory_order_relaxed) - 1;
         atomic_store_explicit(&ps->n, n, memory_order_relaxed);
         pthread_mutex_unlock(&ps->mu);

@@ -102,7 +102,7 @@ static DAT_DTO_COOKIE ck(uint64_t v)
     return k;
 }
 
-static void open_ia(struct ctx *c, char *ia, int n)
+static void open_ia(struct ctx *c, char *ia, int n, int nconn)
 {
     memset(c, 0, sizeof *c);
     c->async = DAT_HANDLE_NULL;
@@ -112,7 +112,7 @@ static void open_ia(struct ctx *c, char *ia, int n)
     MUST(dat_evd_create(c->ia, 1024, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->rcv));
     /* every EP's connection events may queue at once (an overflowed
      * connection EVD loses them, as the spec allows) */
-    MUST(dat_evd_create(c->ia, n + 1024, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &c->conn));
+    MUST(dat_evd_create(c->ia, nconn + 1024, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &c->conn));
     MUST(dat_evd_create(c->ia, 1024, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &c->cr));
     /* receive slots: NREC per EP on the server; the client uses slot 0 */
     c->buflen = (size_t)SLOT * NREC * (size_t)(n + 1);
@@ -210,7 +210,7 @@ static void echo(struct ctx *c, const DAT_EVENT *ev)
 static int server(char *ia, unsigned port, int n, int expect)
 {
     struct ctx c;
-    open_ia(&c, ia, n + 1);
+    open_ia(&c, ia, n + 1, n);
     MUST(dat_psp_create(c.ia, port, c.cr, DAT_PSP_CONSUMER_FLAG, &c.psp));
     printf("listening\n");
     fflush(stdout);
@@ -311,7 +311,7 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
     int fds0 = count_fds();
     long rss0 = rss_kib();
     struct ctx c;
-    open_ia(&c, ia, 1);
+    open_ia(&c, ia, 1, n);
     free(c.ep);
     c.ep = calloc((size_t)n, sizeof *c.ep);
     int fds_open = count_fds();
