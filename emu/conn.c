@@ -4,6 +4,7 @@
 
 #include "emu/ddp.h"
 #include "emu/log.h"
+#include "emu/wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,20 +30,17 @@ static const uint8_t cap_magic[3] = {'S', 'D', 'T'};
 void emu_conn_caps_encode(uint8_t out[EMU_CONN_CAP_MARKER_LEN], uint32_t caps)
 {
     memcpy(out, cap_magic, sizeof cap_magic);
-    out[3] = EMU_CONN_CAP_VERSION;
-    out[4] = (uint8_t)(caps >> 24);
-    out[5] = (uint8_t)(caps >> 16);
-    out[6] = (uint8_t)(caps >> 8);
-    out[7] = (uint8_t)caps;
+    out[EMU_WIRE_CAP_VERSION] = EMU_CONN_CAP_VERSION;
+    emu_put_be32(out + EMU_WIRE_CAP_BITS, caps);
 }
 
 bool emu_conn_caps_parse(const uint8_t *pd, size_t len, uint32_t *caps)
 {
     if (pd == NULL || len < EMU_CONN_CAP_MARKER_LEN || memcmp(pd, cap_magic, sizeof cap_magic) != 0 ||
-        pd[3] != EMU_CONN_CAP_VERSION)
+        pd[EMU_WIRE_CAP_VERSION] != EMU_CONN_CAP_VERSION)
         return false;
     if (caps)
-        *caps = (uint32_t)pd[4] << 24 | (uint32_t)pd[5] << 16 | (uint32_t)pd[6] << 8 | pd[7];
+        *caps = emu_get_be32(pd + EMU_WIRE_CAP_BITS);
     return true;
 }
 
@@ -363,9 +361,9 @@ static int build_read_rtr(struct emu_conn *c)
 /* Check a complete RTR-phase FPDU held in c->in; 0 and *h, or -errno. */
 static int parse_rtr_fpdu(struct emu_conn *c, struct emu_ddp_hdr *h)
 {
-    uint16_t ulpdu = (uint16_t)(c->in[0] << 8 | c->in[1]);
+    uint16_t ulpdu = emu_get_be16(c->in + EMU_WIRE_FPDU_ULPDU_LEN);
     size_t need = 0;
-    int rc = emu_ddp_parse(c->in + 2, ulpdu, ulpdu, NULL, h, &need);
+    int rc = emu_ddp_parse(c->in + EMU_WIRE_FPDU_SEG, ulpdu, ulpdu, NULL, h, &need);
     if (rc != EMU_DDP_OK) {
         SD_INFO("conn", "%p bad RTR-phase FPDU: %s", (void *)c, emu_ddp_strerror(rc));
         return -EPROTO;
@@ -384,7 +382,7 @@ static int small_fpdu_read(struct emu_conn *c)
 {
     int rc = hs_read(c);
     if (rc == 1 && c->in_phase == 0) {
-        uint32_t ulpdu = (uint32_t)(c->in[0] << 8 | c->in[1]);
+        uint32_t ulpdu = emu_get_be16(c->in + EMU_WIRE_FPDU_ULPDU_LEN);
         uint32_t total = emu_fpdu_wire_len(ulpdu);
         if (ulpdu < EMU_DDP_TAGGED_HLEN || total > RTR_MAX_FPDU) {
             SD_INFO("conn", "%p FPDU with ULPDU %u during the RTR phase", (void *)c, ulpdu);

@@ -19,6 +19,7 @@
 #include "emu/engine.h"
 #include "emu/log.h"
 #include "emu/mpa.h"
+#include "emu/wire.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -27,11 +28,6 @@
 #include <sys/uio.h>
 
 #define RX_ROUNDS 256
-
-static inline uint32_t be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 void qp_rx_reset(struct emu_qp *qp)
 {
@@ -109,14 +105,14 @@ static void term_blame(struct emu_qp *qp, const struct emu_term *t)
     uint32_t key = 0, qn = 0;
     if (t->hdrct & EMU_TERM_HDRCT_R) {
         by_sink = true;
-        key = be32(t->rreq_hdr);
+        key = emu_get_be32(t->rreq_hdr + EMU_WIRE_RREQ_SINK_STAG);
     } else if ((t->hdrct & EMU_TERM_HDRCT_D) && t->ddp_hdr_len == EMU_DDP_UNTAGGED_HLEN) {
         by_msn = true;
-        qn = be32(t->ddp_hdr + 6);
-        key = be32(t->ddp_hdr + 10);
+        qn = emu_get_be32(t->ddp_hdr + EMU_WIRE_DDP_U_QN);
+        key = emu_get_be32(t->ddp_hdr + EMU_WIRE_DDP_U_MSN);
     } else if ((t->hdrct & EMU_TERM_HDRCT_D) && t->ddp_hdr_len == EMU_DDP_TAGGED_HLEN) {
         tagged = true;
-        key = be32(t->ddp_hdr + 2);
+        key = emu_get_be32(t->ddp_hdr + EMU_WIRE_DDP_T_STAG);
     }
     for (uint32_t i = qp->sq_head; i != qp->sq_tx; i++) {
         struct sq_wqe *w = sq_at(qp, i);
@@ -728,7 +724,7 @@ static int process(struct emu_qp *qp, bool engine)
                     return 0;
             }
             if (qp->phase == RX_LEN) {
-                qp->ulpdu_len = (uint16_t)(qp->hbuf[0] << 8 | qp->hbuf[1]);
+                qp->ulpdu_len = emu_get_be16(qp->hbuf + EMU_WIRE_FPDU_ULPDU_LEN);
                 qp->phase = RX_HDR;
                 qp->hneed = 2 + 2;
                 continue;
