@@ -31,23 +31,23 @@
 
 void qp_rx_reset(struct emu_qp *qp)
 {
-    emu_ddp_rx_init(&qp->ddp, qp->caps != 0);
-    qp->rx_wlen = 0;
-    qp->rx_last_wlen = 0;
-    qp->rx_prev_write = false;
-    qp->phase = RX_LEN;
-    qp->kind = RXK_NONE;
-    qp->hhave = 0;
-    qp->hneed = 2;
-    qp->pay_left = 0;
-    qp->tgt_n = qp->tgt_i = 0;
-    qp->trl_have = qp->trl_need = 0;
-    qp->pf_off = qp->pf_len = 0;
-    qp->rresp_off = 0;
-    qp->peer_probes = false;
-    qp->rx_placed = qp->rx_confirmed = 0;
-    emu_mem_put(&qp->wref);
-    memset(&qp->wref, 0, sizeof qp->wref);
+    emu_ddp_rx_init(&qp->rx.ddp, qp->link.caps != 0);
+    qp->rx.wlen = 0;
+    qp->rx.last_wlen = 0;
+    qp->rx.prev_write = false;
+    qp->rx.phase = RX_LEN;
+    qp->rx.kind = RXK_NONE;
+    qp->rx.hhave = 0;
+    qp->rx.hneed = 2;
+    qp->rx.pay_left = 0;
+    qp->rx.tgt_n = qp->rx.tgt_i = 0;
+    qp->rx.trl_have = qp->rx.trl_need = 0;
+    qp->rx.pf_off = qp->rx.pf_len = 0;
+    qp->rx.rresp_off = 0;
+    qp->rx.peer_probes = false;
+    qp->rx.placed = qp->rx.confirmed = 0;
+    emu_mem_put(&qp->rx.wref);
+    memset(&qp->rx.wref, 0, sizeof qp->rx.wref);
 }
 
 /* A local protocol/protection error: Terminate, then the connection breaks
@@ -55,17 +55,17 @@ void qp_rx_reset(struct emu_qp *qp)
  * conn to fail). Returns -err. */
 static int rx_fail(struct emu_qp *qp, const struct emu_term *t, int err, bool engine)
 {
-    pthread_mutex_lock(&qp->sq_lock);
-    struct emu_conn *c = qp->c;
+    struct emu_conn *c = qp->link.c; /* stable under rx.lock (struct qp_link) */
+    pthread_mutex_lock(&qp->tx.lock);
     if (t)
         qp_tx_terminate(qp, t);
     else
-        qp->tx_dead = true;
-    pthread_mutex_unlock(&qp->sq_lock);
+        qp->tx.dead = true;
+    pthread_mutex_unlock(&qp->tx.lock);
     qp_fatal(qp, false, t, err);
-    qp->rx_dead = true;
-    qp->rx_err = -err;
-    emu_mem_put(&qp->wref);
+    qp->rx.dead = true;
+    qp->rx.err = -err;
+    emu_mem_put(&qp->rx.wref);
     if (!engine && c)
         emu_conn_fail(c, err);
     return -err;
@@ -75,7 +75,7 @@ static int rx_fail_code(struct emu_qp *qp, uint8_t layer, uint8_t etype, uint8_t
                         bool engine)
 {
     struct emu_term t;
-    emu_term_init(&t, layer, etype, ecode, qp->hbuf + 2, qp->hhave - 2, qp->ulpdu_len);
+    emu_term_init(&t, layer, etype, ecode, qp->rx.hbuf + 2, qp->rx.hhave - 2, qp->rx.ulpdu_len);
     return rx_fail(qp, &t, EPROTO, engine);
 }
 
@@ -114,7 +114,7 @@ static void term_blame(struct emu_qp *qp, const struct emu_term *t)
         tagged = true;
         key = emu_get_be32(t->ddp_hdr + EMU_WIRE_DDP_T_STAG);
     }
-    for (uint32_t i = qp->sq_head; i != qp->sq_tx; i++) {
+    for (uint32_t i = qp->tx.sq_head; i != qp->tx.sq_tx; i++) {
         struct sq_wqe *w = sq_at(qp, i);
         if (w->st == WQ_DONE)
             continue;
@@ -134,7 +134,7 @@ static void term_blame(struct emu_qp *qp, const struct emu_term *t)
             w->err = st;
             if (w->st == WQ_ACK) {
                 w->st = WQ_TX; /* reported with its error at flush */
-                qp->unacked--;
+                qp->tx.unacked--;
             }
             qp_sq_confirm(qp, i);
             return;
@@ -144,15 +144,15 @@ static void term_blame(struct emu_qp *qp, const struct emu_term *t)
 
 static int rx_terminate(struct emu_qp *qp, bool engine)
 {
-    const struct emu_term *t = &qp->h.u.term;
-    pthread_mutex_lock(&qp->sq_lock);
+    const struct emu_term *t = &qp->rx.h.u.term;
+    struct emu_conn *c = qp->link.c;
+    pthread_mutex_lock(&qp->tx.lock);
     term_blame(qp, t);
-    qp->tx_dead = true;
-    struct emu_conn *c = qp->c;
-    pthread_mutex_unlock(&qp->sq_lock);
+    qp->tx.dead = true;
+    pthread_mutex_unlock(&qp->tx.lock);
     qp_fatal(qp, true, t, EREMOTEIO);
-    qp->rx_dead = true;
-    qp->rx_err = -EREMOTEIO;
+    qp->rx.dead = true;
+    qp->rx.err = -EREMOTEIO;
     if (!engine && c)
         emu_conn_fail(c, EREMOTEIO);
     return -EREMOTEIO;
@@ -169,16 +169,16 @@ static int rx_no_recv(struct emu_qp *qp, bool engine)
         return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_NO_BUF,
                             engine);
     uint64_t now = emu_now_us();
-    if (qp->rnr_since == 0) {
-        qp->rnr_since = now;
-        qp->rnr_kicked = false;
-        qp->rnr_stalls++;
+    if (qp->rx.rnr_since == 0) {
+        qp->rx.rnr_since = now;
+        qp->rx.rnr_kicked = false;
+        qp->rx.rnr_stalls++;
         SD_DBG("qp", "%p receiver not ready: no receive posted, waiting", (void *)qp);
     } else if (qp->a.rnr_retry < EMU_QP_RNR_INFINITE &&
-               now - qp->rnr_since >= (uint64_t)qp->a.rnr_retry * qp->a.rnr_timer_us) {
+               now - qp->rx.rnr_since >= (uint64_t)qp->a.rnr_retry * qp->a.rnr_timer_us) {
         SD_INFO("qp", "%p receiver not ready after %u retries: Terminate", (void *)qp,
                 (unsigned)qp->a.rnr_retry);
-        qp->rnr_since = 0;
+        qp->rx.rnr_since = 0;
         return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_NO_BUF,
                             engine);
     }
@@ -188,44 +188,44 @@ static int rx_no_recv(struct emu_qp *qp, bool engine)
 /* The header is complete and parsed: decide where the payload goes. */
 static int header_done(struct emu_qp *qp, bool engine)
 {
-    struct emu_ddp_hdr *h = &qp->h;
-    qp->tgt_n = qp->tgt_i = 0;
-    qp->kind = RXK_FIXED;
+    struct emu_ddp_hdr *h = &qp->rx.h;
+    qp->rx.tgt_n = qp->rx.tgt_i = 0;
+    qp->rx.kind = RXK_FIXED;
     switch (h->opcode) {
     case EMU_OP_WRITE:
-        qp->kind = RXK_WRITE;
+        qp->rx.kind = RXK_WRITE;
         if (h->payload_len == 0)
             break; /* DDP: zero-length tagged messages skip STag checks */
         {
             enum emu_mem_status st =
                 emu_mem_check_remote(qp->a.mem, h->stag, h->to, h->payload_len,
-                                     EMU_MEM_OP_WRITE, qp->a.pz, qp->conn_id, &qp->wref);
+                                     EMU_MEM_OP_WRITE, qp->a.pz, qp->link.conn_id, &qp->rx.wref);
             if (st != EMU_MEM_OK) {
                 struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_WRITE);
                 SD_DBG("qp", "%p Write to %#x+%#llx len %u refused: %s", (void *)qp, h->stag,
                        (unsigned long long)h->to, h->payload_len, emu_mem_status_str(st));
                 return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
             }
-            qp->tgt[0].iov_base = qp->wref.ptr;
-            qp->tgt[0].iov_len = h->payload_len;
-            qp->tgt_n = 1;
+            qp->rx.tgt[0].iov_base = qp->rx.wref.ptr;
+            qp->rx.tgt[0].iov_len = h->payload_len;
+            qp->rx.tgt_n = 1;
         }
         break;
     case EMU_OP_READ_RESP: {
-        qp->kind = RXK_RRESP;
-        pthread_mutex_lock(&qp->sq_lock);
+        qp->rx.kind = RXK_RRESP;
+        pthread_mutex_lock(&qp->tx.lock);
         struct sq_wqe *w = NULL;
         bool probe = false, probe_ok = false;
-        if (qp->rd_head != qp->rd_tail) {
-            struct rd_ent *re = rd_at(qp, qp->rd_head);
+        if (qp->orq.head != qp->orq.tail) {
+            struct rd_ent *re = orq_at(qp, qp->orq.head);
             probe = re->probe;
             probe_ok = probe && h->stag == re->stag;
-            qp->rresp_sq_idx = re->idx;
+            qp->rx.rresp_sq_idx = re->idx;
             if (!probe)
-                w = sq_at(qp, qp->rresp_sq_idx);
+                w = sq_at(qp, qp->rx.rresp_sq_idx);
         }
-        pthread_mutex_unlock(&qp->sq_lock);
-        qp->rresp_probe = probe;
+        pthread_mutex_unlock(&qp->tx.lock);
+        qp->rx.rresp_probe = probe;
         if (probe) {
             if (!probe_ok)
                 return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED,
@@ -239,10 +239,10 @@ static int header_done(struct emu_qp *qp, bool engine)
             return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_INV_STAG,
                                 engine);
         /* The WR's fields are stable while the Read is outstanding. */
-        if (h->to != qp->rresp_off || h->to + h->payload_len > w->len)
+        if (h->to != qp->rx.rresp_off || h->to + h->payload_len > w->len)
             return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS,
                                 engine);
-        qp->tgt_n = qp_sge_slice(w->sge, w->nsge, h->to, h->payload_len, qp->tgt,
+        qp->rx.tgt_n = qp_sge_slice(w->sge, w->nsge, h->to, h->payload_len, qp->rx.tgt,
                                  EMU_QP_MAX_SGE);
         break;
     }
@@ -250,34 +250,34 @@ static int header_done(struct emu_qp *qp, bool engine)
     case EMU_OP_SEND_INV:
     case EMU_OP_SEND_SE:
     case EMU_OP_SEND_SE_INV: {
-        qp->kind = RXK_SEND;
-        if (!qp->ddp.q[EMU_QN_SEND].in_progress) {
-            if (!qp_pop_recv(qp, &qp->cur_recv))
+        qp->rx.kind = RXK_SEND;
+        if (!qp->rx.ddp.q[EMU_QN_SEND].in_progress) {
+            if (!qp_pop_recv(qp, &qp->rx.cur_recv))
                 return rx_no_recv(qp, engine);
-            qp->rnr_since = 0;
-            qp->have_recv = true;
-            qp->recv_err_set = false;
+            qp->rx.rnr_since = 0;
+            qp->rx.have_recv = true;
+            qp->rx.recv_err_set = false;
         }
         uint64_t end = (uint64_t)h->mo + h->payload_len;
-        if (end > qp->cur_recv.len || end > qp->a.max_message_size) {
-            qp->recv_err_set = true;
-            qp->recv_err = EMU_WC_LOC_LEN;
+        if (end > qp->rx.cur_recv.len || end > qp->a.max_message_size) {
+            qp->rx.recv_err_set = true;
+            qp->rx.recv_err = EMU_WC_LOC_LEN;
             return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_TOO_LONG,
                                 engine);
         }
-        qp->tgt_n = qp_sge_slice(qp->cur_recv.sge, qp->cur_recv.nsge, h->mo, h->payload_len,
-                                 qp->tgt, EMU_QP_MAX_SGE);
+        qp->rx.tgt_n = qp_sge_slice(qp->rx.cur_recv.sge, qp->rx.cur_recv.nsge, h->mo, h->payload_len,
+                                 qp->rx.tgt, EMU_QP_MAX_SGE);
         break;
     }
     case EMU_OP_IMM:
     case EMU_OP_IMM_SE:
         /* Take the receive now: with RNR retry the stream waits here, at a
          * header, until one is posted. */
-        if (!qp->have_imm_recv) {
-            if (!qp_pop_recv(qp, &qp->imm_recv))
+        if (!qp->rx.have_imm_recv) {
+            if (!qp_pop_recv(qp, &qp->rx.imm_recv))
                 return rx_no_recv(qp, engine);
-            qp->rnr_since = 0;
-            qp->have_imm_recv = true;
+            qp->rx.rnr_since = 0;
+            qp->rx.have_imm_recv = true;
         }
         break;
     default:
@@ -288,17 +288,17 @@ static int header_done(struct emu_qp *qp, bool engine)
 
 static void rx_deliver(struct emu_qp *qp, const struct emu_cqe *cqe)
 {
-    if (qp->rxc_n == QP_RX_CQES)
+    if (qp->rx.rxc_n == QP_RX_CQES)
         qp_rx_deliver_pending(qp);
-    qp->rxc[qp->rxc_n++] = *cqe;
+    qp->rx.rxc[qp->rx.rxc_n++] = *cqe;
 }
 
 static void complete_recv(struct emu_qp *qp)
 {
-    const struct emu_ddp_hdr *h = &qp->h;
+    const struct emu_ddp_hdr *h = &qp->rx.h;
     struct emu_cqe cqe;
     memset(&cqe, 0, sizeof cqe);
-    cqe.cookie = qp->cur_recv.cookie;
+    cqe.cookie = qp->rx.cur_recv.cookie;
     cqe.op = EMU_WC_RECV;
     cqe.status = EMU_WC_SUCCESS;
     cqe.byte_len = h->mo + h->payload_len;
@@ -307,21 +307,43 @@ static void complete_recv(struct emu_qp *qp)
         cqe.op = EMU_WC_RECV_INV;
         cqe.inv_stag = h->inv_stag;
     }
-    qp->have_recv = false;
-    qp->ncomp++;
+    qp->rx.have_recv = false;
+    qp->rx.ncomp++;
     rx_deliver(qp, &cqe);
+}
+
+/* Transmit what the receive path queued (a Read or Atomic Response). */
+static void tx_kick(struct emu_qp *qp)
+{
+    pthread_mutex_lock(&qp->tx.lock);
+    qp_tx_pump(qp);
+    pthread_mutex_unlock(&qp->tx.lock);
+}
+
+/* IRQ producer side (struct qp_irq): room for one more inbound request? */
+static bool ird_full(struct emu_qp *qp, uint32_t limit)
+{
+    uint32_t tail = atomic_load_explicit(&qp->irq.tail, memory_order_relaxed);
+    return qp->irq.cap == 0 ||
+           tail - atomic_load_explicit(&qp->irq.head, memory_order_acquire) >= limit;
+}
+
+/* Queue an inbound Read or Atomic Request's answer; published with release
+ * so the transmit side sees the whole entry. */
+static void ird_push(struct emu_qp *qp, const struct ird_ent *e)
+{
+    uint32_t tail = atomic_load_explicit(&qp->irq.tail, memory_order_relaxed);
+    qp->irq.ent[tail % qp->irq.cap] = *e;
+    atomic_store_explicit(&qp->irq.tail, tail + 1, memory_order_release);
 }
 
 static int read_request(struct emu_qp *qp, bool engine)
 {
-    const struct emu_rdmap_read_req *r = &qp->h.u.rreq;
-    pthread_mutex_lock(&qp->sq_lock);
+    const struct emu_rdmap_read_req *r = &qp->rx.h.u.rreq;
     /* A softdat peer (capability marker) may have zero-length placement
      * probes out beyond our IRD (QP_PROBES_MAX); the ring has room. */
-    uint32_t limit = (r->size == 0 && qp->caps != 0) ? qp->irq_cap : qp->ird;
-    bool full = qp->irq_tail - qp->irq_head >= limit || qp->irq_cap == 0;
-    pthread_mutex_unlock(&qp->sq_lock);
-    if (full)
+    uint32_t limit = (r->size == 0 && qp->link.caps != 0) ? qp->irq.cap : qp->link.ird;
+    if (ird_full(qp, limit))
         return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
                             EMU_RDMAP_EC_CATA_STREAM, engine);
     /* The Read Responses carry sink_to + offset as their tagged offset: a
@@ -340,7 +362,7 @@ static int read_request(struct emu_qp *qp, bool engine)
     if (r->size) {
         enum emu_mem_status st =
             emu_mem_check_remote(qp->a.mem, r->src_stag, r->src_to, r->size, EMU_MEM_OP_READ,
-                                 qp->a.pz, qp->conn_id, &e.ref);
+                                 qp->a.pz, qp->link.conn_id, &e.ref);
         if (st != EMU_MEM_OK) {
             struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_READ);
             SD_DBG("qp", "%p Read of %#x+%#llx len %u refused: %s", (void *)qp, r->src_stag,
@@ -348,9 +370,7 @@ static int read_request(struct emu_qp *qp, bool engine)
             return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
         }
     }
-    pthread_mutex_lock(&qp->sq_lock);
-    qp->irq[qp->irq_tail % qp->irq_cap] = e;
-    qp->irq_tail++;
+    ird_push(qp, &e);
     /* A zero-length Read met by a polling consumer thread (a placement
      * probe, typically right behind the data this thread is about to hand
      * to its application): answer it with the next bytes this QP sends, or
@@ -359,32 +379,31 @@ static int read_request(struct emu_qp *qp, bool engine)
      * parked by a lease: its timer then flushes the answer at the latest
      * when the lease runs out, whatever this thread does next. */
     if (r->size == 0 && !engine && qp_engine_parked(qp))
-        atomic_store_explicit(&qp->irq_deferred, true, memory_order_relaxed);
+        atomic_store_explicit(&qp->irq.deferred, true, memory_order_relaxed);
     else
-        qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->sq_lock);
+        tx_kick(qp);
     return 0;
 }
 
 static int read_response_done(struct emu_qp *qp, bool engine)
 {
-    pthread_mutex_lock(&qp->sq_lock);
-    uint32_t idx = qp->rresp_sq_idx;
-    if (qp->rresp_probe) {
-        qp->rd_head++;
-        qp->probes_out--;
+    pthread_mutex_lock(&qp->tx.lock);
+    uint32_t idx = qp->rx.rresp_sq_idx;
+    if (qp->rx.rresp_probe) {
+        qp->orq.head++;
+        qp->orq.probes_out--;
         qp_sq_confirm(qp, idx);
         qp_tx_pump(qp); /* the next probe, a stalled Read, a graceful disconnect */
-        pthread_mutex_unlock(&qp->sq_lock);
-        qp->rresp_off = 0;
-        qp->ncomp++;
+        pthread_mutex_unlock(&qp->tx.lock);
+        qp->rx.rresp_off = 0;
+        qp->rx.ncomp++;
         return 0;
     }
     struct sq_wqe *w = sq_at(qp, idx);
-    bool ok = qp->rresp_off == w->len;
+    bool ok = qp->rx.rresp_off == w->len;
     if (ok) {
-        qp->rd_head++;
-        qp->reads_out--;
+        qp->orq.head++;
+        qp->orq.reads_out--;
         qp_sq_confirm(qp, idx);
         qp_sq_report(qp, idx, EMU_WC_SUCCESS, (uint32_t)w->len);
         qp_tx_pump(qp); /* ORD freed: a stalled Read may go */
@@ -392,22 +411,22 @@ static int read_response_done(struct emu_qp *qp, bool engine)
         w->has_err = true;
         w->err = EMU_WC_BAD_RESP;
     }
-    pthread_mutex_unlock(&qp->sq_lock);
-    qp->rresp_off = 0;
+    pthread_mutex_unlock(&qp->tx.lock);
+    qp->rx.rresp_off = 0;
     if (!ok)
         return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS,
                             engine);
-    qp->ncomp++;
+    qp->rx.ncomp++;
     return 0;
 }
 
 /* RFC 7306 Immediate Data: consumes a receive, no payload. */
 static int immediate(struct emu_qp *qp, bool engine)
 {
-    const struct emu_ddp_hdr *h = &qp->h;
+    const struct emu_ddp_hdr *h = &qp->rx.h;
     (void)engine;
-    struct rq_wqe r = qp->imm_recv; /* taken at the header */
-    qp->have_imm_recv = false;
+    struct rq_wqe r = qp->rx.imm_recv; /* taken at the header */
+    qp->rx.have_imm_recv = false;
     struct emu_cqe cqe;
     memset(&cqe, 0, sizeof cqe);
     cqe.cookie = r.cookie;
@@ -419,9 +438,9 @@ static int immediate(struct emu_qp *qp, bool engine)
      * stream (the sender never puts another message between them), so the
      * Write just before is the one this immediate belongs to: report its
      * length, as an IB write-with-immediate receive does. */
-    cqe.byte_len = qp->rx_prev_write ? qp->rx_last_wlen : 0;
-    qp->rx_prev_write = false;
-    qp->ncomp++;
+    cqe.byte_len = qp->rx.prev_write ? qp->rx.last_wlen : 0;
+    qp->rx.prev_write = false;
+    qp->rx.ncomp++;
     rx_deliver(qp, &cqe);
     return 0;
 }
@@ -460,17 +479,14 @@ static uint64_t do_atomic(uint64_t *p, const struct emu_rdmap_atomic_req *a)
 
 static int atomic_request(struct emu_qp *qp, bool engine)
 {
-    const struct emu_rdmap_atomic_req *a = &qp->h.u.areq;
-    pthread_mutex_lock(&qp->sq_lock);
-    bool full = qp->irq_tail - qp->irq_head >= qp->ird || qp->irq_cap == 0;
-    pthread_mutex_unlock(&qp->sq_lock);
-    if (full)
+    const struct emu_rdmap_atomic_req *a = &qp->rx.h.u.areq;
+    if (ird_full(qp, qp->link.ird))
         return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
                             EMU_RDMAP_EC_CATA_STREAM, engine);
     struct emu_mem_ref ref;
     memset(&ref, 0, sizeof ref);
     enum emu_mem_status st = emu_mem_check_remote(qp->a.mem, a->stag, a->to, 8,
-                                                  EMU_MEM_OP_ATOMIC, qp->a.pz, qp->conn_id, &ref);
+                                                  EMU_MEM_OP_ATOMIC, qp->a.pz, qp->link.conn_id, &ref);
     if (st == EMU_MEM_OK && ((uintptr_t)ref.ptr & 7u)) {
         emu_mem_put(&ref);
         st = EMU_MEM_E_BOUNDS; /* misaligned target */
@@ -485,37 +501,34 @@ static int atomic_request(struct emu_qp *qp, bool engine)
     e.req_id = a->req_id;
     e.orig = do_atomic((uint64_t *)ref.ptr, a);
     emu_mem_put(&ref);
-    pthread_mutex_lock(&qp->sq_lock);
-    qp->irq[qp->irq_tail % qp->irq_cap] = e;
-    qp->irq_tail++;
-    qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->sq_lock);
+    ird_push(qp, &e);
+    tx_kick(qp);
     return 0;
 }
 
 static int atomic_response(struct emu_qp *qp, bool engine)
 {
-    const struct emu_rdmap_atomic_resp *r = &qp->h.u.aresp;
-    pthread_mutex_lock(&qp->sq_lock);
+    const struct emu_rdmap_atomic_resp *r = &qp->rx.h.u.aresp;
+    pthread_mutex_lock(&qp->tx.lock);
     bool ok = false;
-    if (qp->rd_head != qp->rd_tail && !rd_at(qp, qp->rd_head)->probe) {
-        uint32_t idx = rd_at(qp, qp->rd_head)->idx;
+    if (qp->orq.head != qp->orq.tail && !orq_at(qp, qp->orq.head)->probe) {
+        uint32_t idx = orq_at(qp, qp->orq.head)->idx;
         struct sq_wqe *w = sq_at(qp, idx);
         if ((w->op == EMU_WR_FETCH_ADD || w->op == EMU_WR_CMP_SWAP) && w->msn == r->req_id) {
             memcpy(w->sge[0].addr, &r->orig, 8);
-            qp->rd_head++;
-            qp->reads_out--;
+            qp->orq.head++;
+            qp->orq.reads_out--;
             qp_sq_confirm(qp, idx);
             qp_sq_report(qp, idx, EMU_WC_SUCCESS, 8);
             qp_tx_pump(qp);
             ok = true;
         }
     }
-    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_unlock(&qp->tx.lock);
     if (!ok)
         return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION, EMU_RDMAP_EC_OPCODE,
                             engine);
-    qp->ncomp++;
+    qp->rx.ncomp++;
     return 0;
 }
 
@@ -533,11 +546,11 @@ static void count_placement(struct emu_qp *qp, const struct emu_ddp_hdr *h)
     case EMU_OP_WRITE:
     case EMU_OP_IMM:
     case EMU_OP_IMM_SE:
-        qp->rx_placed++;
+        qp->rx.placed++;
         break;
     case EMU_OP_READ_REQ:
     case EMU_OP_ATOMIC_REQ:
-        qp->rx_confirmed = qp->rx_placed;
+        qp->rx.confirmed = qp->rx.placed;
         break;
     default:
         break;
@@ -546,36 +559,36 @@ static void count_placement(struct emu_qp *qp, const struct emu_ddp_hdr *h)
 
 static int seg_done(struct emu_qp *qp, bool engine)
 {
-    struct emu_ddp_hdr *h = &qp->h;
-    if (qp->crc) {
-        unsigned pad = qp->trl_need - 4;
-        uint32_t c = emu_crc32c(qp->crc_acc, qp->trl, pad);
-        if (c != emu_crc32c_get_le(qp->trl + pad)) {
+    struct emu_ddp_hdr *h = &qp->rx.h;
+    if (qp->link.crc) {
+        unsigned pad = qp->rx.trl_need - 4;
+        uint32_t c = emu_crc32c(qp->rx.crc_acc, qp->rx.trl, pad);
+        if (c != emu_crc32c_get_le(qp->rx.trl + pad)) {
             struct emu_term t;
             emu_term_init(&t, EMU_TERM_LLP, EMU_TERM_LLP_MPA, EMU_MPA_LLP_CRC, NULL, 0, 0);
             return rx_fail(qp, &t, EBADMSG, engine);
         }
     }
-    qp->rx_fpdus++;
-    emu_mem_put(&qp->wref);
-    if (qp->rx_release_tx) {
-        qp->rx_release_tx = false;
-        pthread_mutex_lock(&qp->sq_lock);
-        qp->tx_hold = false;
+    qp->rx.fpdus++;
+    emu_mem_put(&qp->rx.wref);
+    if (qp->rx.release_tx) {
+        qp->rx.release_tx = false;
+        pthread_mutex_lock(&qp->tx.lock);
+        qp->tx.hold = false;
         qp_tx_pump(qp);
-        pthread_mutex_unlock(&qp->sq_lock);
+        pthread_mutex_unlock(&qp->tx.lock);
     }
     if (!h->tagged)
-        emu_ddp_rx_advance(&qp->ddp, h);
+        emu_ddp_rx_advance(&qp->rx.ddp, h);
     if (h->opcode == EMU_OP_WRITE) {
-        qp->rx_wlen += h->payload_len;
+        qp->rx.wlen += h->payload_len;
         if (h->last) {
-            qp->rx_last_wlen = qp->rx_wlen > UINT32_MAX ? UINT32_MAX : (uint32_t)qp->rx_wlen;
-            qp->rx_wlen = 0;
-            qp->rx_prev_write = true;
+            qp->rx.last_wlen = qp->rx.wlen > UINT32_MAX ? UINT32_MAX : (uint32_t)qp->rx.wlen;
+            qp->rx.wlen = 0;
+            qp->rx.prev_write = true;
         }
     } else if (h->last && h->opcode != EMU_OP_IMM && h->opcode != EMU_OP_IMM_SE) {
-        qp->rx_prev_write = false;
+        qp->rx.prev_write = false;
     }
     int rc = 0;
     switch (h->opcode) {
@@ -587,18 +600,18 @@ static int seg_done(struct emu_qp *qp, bool engine)
             break;
         if (h->opcode == EMU_OP_SEND_INV || h->opcode == EMU_OP_SEND_SE_INV) {
             enum emu_mem_status st =
-                emu_mem_invalidate(qp->a.mem, h->inv_stag, qp->a.pz, qp->conn_id);
+                emu_mem_invalidate(qp->a.mem, h->inv_stag, qp->a.pz, qp->link.conn_id);
             if (st != EMU_MEM_OK) {
                 struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_INVALIDATE);
-                qp->recv_err_set = true;
-                qp->recv_err = EMU_WC_LOC_PROT;
+                qp->rx.recv_err_set = true;
+                qp->rx.recv_err = EMU_WC_LOC_PROT;
                 return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
             }
         }
         complete_recv(qp);
         break;
     case EMU_OP_READ_RESP:
-        qp->rresp_off += h->payload_len;
+        qp->rx.rresp_off += h->payload_len;
         if (h->last)
             rc = read_response_done(qp, engine);
         break;
@@ -622,17 +635,17 @@ static int seg_done(struct emu_qp *qp, bool engine)
         break;
     }
     count_placement(qp, h);
-    qp->phase = RX_LEN;
-    qp->hhave = 0;
-    qp->hneed = 2;
-    qp->kind = RXK_NONE;
+    qp->rx.phase = RX_LEN;
+    qp->rx.hhave = 0;
+    qp->rx.hneed = 2;
+    qp->rx.kind = RXK_NONE;
     return rc;
 }
 
 static void crc_iov(struct emu_qp *qp, const void *p, size_t n)
 {
-    if (qp->crc)
-        qp->crc_acc = emu_crc32c(qp->crc_acc, p, n);
+    if (qp->link.crc)
+        qp->rx.crc_acc = emu_crc32c(qp->rx.crc_acc, p, n);
 }
 
 /* Bytes are placed in address order, as an HCA's DMA writes land:
@@ -662,10 +675,10 @@ static void copy_ordered(void *dst, const void *src, size_t n)
 static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
 {
     crc_iov(qp, src, n);
-    qp->pay_left -= (uint32_t)n;
-    qp->rx_bytes += n;
-    while (n > 0 && qp->tgt_i < qp->tgt_n) {
-        struct iovec *v = &qp->tgt[qp->tgt_i];
+    qp->rx.pay_left -= (uint32_t)n;
+    qp->rx.bytes += n;
+    while (n > 0 && qp->rx.tgt_i < qp->rx.tgt_n) {
+        struct iovec *v = &qp->rx.tgt[qp->rx.tgt_i];
         size_t k = v->iov_len < n ? v->iov_len : n;
         copy_ordered(v->iov_base, src, k);
         src += k;
@@ -673,7 +686,7 @@ static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
         v->iov_base = (char *)v->iov_base + k;
         v->iov_len -= k;
         if (v->iov_len == 0)
-            qp->tgt_i++;
+            qp->rx.tgt_i++;
     }
 }
 
@@ -681,24 +694,24 @@ static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
  * see qp_rx_run). */
 static void placed_direct(struct emu_qp *qp, size_t n)
 {
-    qp->pay_left -= (uint32_t)n;
-    qp->rx_bytes += n;
-    while (n > 0 && qp->tgt_i < qp->tgt_n) {
-        struct iovec *v = &qp->tgt[qp->tgt_i];
+    qp->rx.pay_left -= (uint32_t)n;
+    qp->rx.bytes += n;
+    while (n > 0 && qp->rx.tgt_i < qp->rx.tgt_n) {
+        struct iovec *v = &qp->rx.tgt[qp->rx.tgt_i];
         size_t k = v->iov_len < n ? v->iov_len : n;
         n -= k;
         v->iov_base = (char *)v->iov_base + k;
         v->iov_len -= k;
         if (v->iov_len == 0)
-            qp->tgt_i++;
+            qp->rx.tgt_i++;
     }
 }
 
 static void to_trailer(struct emu_qp *qp)
 {
-    qp->phase = RX_TRL;
-    qp->trl_have = 0;
-    qp->trl_need = emu_fpdu_pad(qp->ulpdu_len) + 4;
+    qp->rx.phase = RX_TRL;
+    qp->rx.trl_have = 0;
+    qp->rx.trl_need = emu_fpdu_pad(qp->rx.ulpdu_len) + 4;
 }
 
 /* Run the state machine over the prefetched bytes. 0, or a negative
@@ -706,80 +719,80 @@ static void to_trailer(struct emu_qp *qp)
 static int process(struct emu_qp *qp, bool engine)
 {
     for (;;) {
-        uint32_t avail = qp->pf_len - qp->pf_off;
-        const uint8_t *p = qp->pf + qp->pf_off;
-        switch (qp->phase) {
+        uint32_t avail = qp->rx.pf_len - qp->rx.pf_off;
+        const uint8_t *p = qp->rx.pf + qp->rx.pf_off;
+        switch (qp->rx.phase) {
         case RX_LEN:
         case RX_HDR: {
-            if (qp->hhave < qp->hneed) {
+            if (qp->rx.hhave < qp->rx.hneed) {
                 if (avail == 0)
                     return 0;
-                size_t k = qp->hneed - qp->hhave;
+                size_t k = qp->rx.hneed - qp->rx.hhave;
                 if (k > avail)
                     k = avail;
-                memcpy(qp->hbuf + qp->hhave, p, k);
-                qp->hhave += k;
-                qp->pf_off += (uint32_t)k;
-                if (qp->hhave < qp->hneed)
+                memcpy(qp->rx.hbuf + qp->rx.hhave, p, k);
+                qp->rx.hhave += k;
+                qp->rx.pf_off += (uint32_t)k;
+                if (qp->rx.hhave < qp->rx.hneed)
                     return 0;
             }
-            if (qp->phase == RX_LEN) {
-                qp->ulpdu_len = emu_get_be16(qp->hbuf + EMU_WIRE_FPDU_ULPDU_LEN);
-                qp->phase = RX_HDR;
-                qp->hneed = 2 + 2;
+            if (qp->rx.phase == RX_LEN) {
+                qp->rx.ulpdu_len = emu_get_be16(qp->rx.hbuf + EMU_WIRE_FPDU_ULPDU_LEN);
+                qp->rx.phase = RX_HDR;
+                qp->rx.hneed = 2 + 2;
                 continue;
             }
             size_t need = 0;
-            int rc = emu_ddp_parse(qp->hbuf + 2, qp->hhave - 2, qp->ulpdu_len, &qp->ddp,
-                                   &qp->h, &need);
+            int rc = emu_ddp_parse(qp->rx.hbuf + 2, qp->rx.hhave - 2, qp->rx.ulpdu_len, &qp->rx.ddp,
+                                   &qp->rx.h, &need);
             if (rc == EMU_DDP_NEED_MORE) {
-                if (2 + need > sizeof qp->hbuf)
+                if (2 + need > sizeof qp->rx.hbuf)
                     return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
                                         EMU_RDMAP_EC_UNSPECIFIED, engine);
-                qp->hneed = 2 + need;
+                qp->rx.hneed = 2 + need;
                 continue;
             }
             if (rc != EMU_DDP_OK) {
                 struct emu_term t;
-                if (!emu_ddp_err_term(rc, qp->hbuf + 2, qp->hhave - 2, qp->ulpdu_len, &t))
+                if (!emu_ddp_err_term(rc, qp->rx.hbuf + 2, qp->rx.hhave - 2, qp->rx.ulpdu_len, &t))
                     emu_term_init(&t, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
                                   EMU_RDMAP_EC_UNSPECIFIED, NULL, 0, 0);
                 SD_DBG("qp", "%p bad header: %s", (void *)qp, emu_ddp_strerror(rc));
                 return rx_fail(qp, &t, EPROTO, engine);
             }
-            if (qp->crc)
-                qp->crc_acc = emu_crc32c(0, qp->hbuf, qp->hhave);
+            if (qp->link.crc)
+                qp->rx.crc_acc = emu_crc32c(0, qp->rx.hbuf, qp->rx.hhave);
             rc = header_done(qp, engine);
             if (rc != 0)
                 return rc; /* error, or QP_RX_STALL with the header kept */
-            qp->pay_left = qp->h.payload_len;
-            qp->phase = RX_PAY;
+            qp->rx.pay_left = qp->rx.h.payload_len;
+            qp->rx.phase = RX_PAY;
             continue;
         }
         case RX_PAY:
-            if (qp->pay_left == 0) {
+            if (qp->rx.pay_left == 0) {
                 to_trailer(qp);
                 continue;
             }
             if (avail == 0)
                 return 0;
             {
-                uint32_t k = qp->pay_left < avail ? qp->pay_left : avail;
+                uint32_t k = qp->rx.pay_left < avail ? qp->rx.pay_left : avail;
                 place(qp, p, k);
-                qp->pf_off += k;
+                qp->rx.pf_off += k;
             }
             continue;
         case RX_TRL: {
-            if (qp->trl_have < qp->trl_need) {
+            if (qp->rx.trl_have < qp->rx.trl_need) {
                 if (avail == 0)
                     return 0;
-                size_t k = qp->trl_need - qp->trl_have;
+                size_t k = qp->rx.trl_need - qp->rx.trl_have;
                 if (k > avail)
                     k = avail;
-                memcpy(qp->trl + qp->trl_have, p, k);
-                qp->trl_have += k;
-                qp->pf_off += (uint32_t)k;
-                if (qp->trl_have < qp->trl_need)
+                memcpy(qp->rx.trl + qp->rx.trl_have, p, k);
+                qp->rx.trl_have += k;
+                qp->rx.pf_off += (uint32_t)k;
+                if (qp->rx.trl_have < qp->rx.trl_need)
                     return 0;
             }
             int rc = seg_done(qp, engine);
@@ -798,20 +811,16 @@ static int process(struct emu_qp *qp, bool engine)
  * stall: the engine may have no readable bytes to wake it). */
 static int rx_stalled(struct emu_qp *qp, bool engine)
 {
+    struct emu_conn *c = qp->link.c; /* stable under rx.lock */
     if (engine) {
-        pthread_mutex_lock(&qp->sq_lock);
-        if (qp->c)
-            emu_conn_set_rx_retry(qp->c, qp->a.rnr_timer_us);
-        pthread_mutex_unlock(&qp->sq_lock);
+        if (c)
+            emu_conn_set_rx_retry(c, qp->a.rnr_timer_us);
         return EMU_RX_PAUSE;
     }
-    if (!qp->rnr_kicked) {
-        qp->rnr_kicked = true;
-        pthread_mutex_lock(&qp->sq_lock);
-        struct emu_conn *c = qp->c;
+    if (!qp->rx.rnr_kicked) {
+        qp->rx.rnr_kicked = true;
         if (c)
             emu_conn_rx_kick(c);
-        pthread_mutex_unlock(&qp->sq_lock);
     }
     return EMU_RX_OK;
 }
@@ -829,16 +838,16 @@ int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
     qp_rx_deliver_pending(qp);
     /* A stalled header sits in the QP, where poll(2) cannot see it:
      * emu_qp_progress_many must look at this QP whatever the socket says. */
-    atomic_store_explicit(&qp->rx_held, qp->rnr_since != 0, memory_order_relaxed);
+    atomic_store_explicit(&qp->poll.rx_held, qp->rx.rnr_since != 0, memory_order_relaxed);
     return rc;
 }
 
 void qp_rx_deliver_pending(struct emu_qp *qp)
 {
-    for (uint32_t i = 0; i < qp->rxc_n; i++)
+    for (uint32_t i = 0; i < qp->rx.rxc_n; i++)
         if (qp->ops.recv_done)
-            qp->ops.recv_done(qp->a.ctx, &qp->rxc[i]);
-    qp->rxc_n = 0;
+            qp->ops.recv_done(qp->a.ctx, &qp->rx.rxc[i]);
+    qp->rx.rxc_n = 0;
 }
 
 static int rx_run(struct emu_qp *qp, int fd, bool engine)
@@ -855,15 +864,15 @@ static int rx_run(struct emu_qp *qp, int fd, bool engine)
          * the target's owner may write into it meanwhile (undefined data,
          * but never a false CRC error that breaks the connection). So the
          * payload goes through the prefetch buffer (one more copy). */
-        if (!qp->crc && qp->phase == RX_PAY && qp->pay_left >= QP_DIRECT_MIN &&
-            qp->tgt_i < qp->tgt_n) {
+        if (!qp->link.crc && qp->rx.phase == RX_PAY && qp->rx.pay_left >= QP_DIRECT_MIN &&
+            qp->rx.tgt_i < qp->rx.tgt_n) {
             /* The segment's last bytes come through the prefetch buffer
              * and place(): address order (copy_ordered). */
-            size_t want = qp->pay_left - QP_RX_ORDERED_TAIL;
+            size_t want = qp->rx.pay_left - QP_RX_ORDERED_TAIL;
             struct iovec iov[EMU_QP_MAX_SGE + 2];
             uint32_t k = 0;
-            for (uint32_t i = qp->tgt_i; i < qp->tgt_n && want > 0; i++) {
-                iov[k] = qp->tgt[i];
+            for (uint32_t i = qp->rx.tgt_i; i < qp->rx.tgt_n && want > 0; i++) {
+                iov[k] = qp->rx.tgt[i];
                 if (iov[k].iov_len > want)
                     iov[k].iov_len = want;
                 want -= iov[k].iov_len;
@@ -872,23 +881,23 @@ static int rx_run(struct emu_qp *qp, int fd, bool engine)
             /* Only a short tail into the prefetch buffer: enough for the
              * trailer and the next header, so a following large payload
              * is not copied through the buffer. */
-            iov[k].iov_base = qp->pf;
+            iov[k].iov_base = qp->rx.pf;
             iov[k].iov_len = QP_DIRECT_TAIL;
             k++;
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = k};
             n = recvmsg(fd, &mh, MSG_DONTWAIT);
             if (n > 0) {
-                size_t direct = qp->pay_left - QP_RX_ORDERED_TAIL;
+                size_t direct = qp->rx.pay_left - QP_RX_ORDERED_TAIL;
                 size_t placed = (size_t)n < direct ? (size_t)n : direct;
                 placed_direct(qp, placed);
-                qp->pf_off = 0;
-                qp->pf_len = (uint32_t)((size_t)n - placed);
+                qp->rx.pf_off = 0;
+                qp->rx.pf_len = (uint32_t)((size_t)n - placed);
             }
         } else {
-            n = recv(fd, qp->pf, QP_PF_SIZE, MSG_DONTWAIT);
+            n = recv(fd, qp->rx.pf, QP_PF_SIZE, MSG_DONTWAIT);
             if (n > 0) {
-                qp->pf_off = 0;
-                qp->pf_len = (uint32_t)n;
+                qp->rx.pf_off = 0;
+                qp->rx.pf_len = (uint32_t)n;
             }
         }
         if (n == 0)
@@ -904,8 +913,8 @@ static int rx_run(struct emu_qp *qp, int fd, bool engine)
             if (err != ECONNRESET && err != EPIPE)
                 qp_fatal(qp, false, NULL, err);
             if (!engine) {
-                qp->rx_dead = true;
-                qp->rx_err = -err;
+                qp->rx.dead = true;
+                qp->rx.err = -err;
             }
             return -err;
         }
