@@ -405,6 +405,45 @@ static void flush_deferred(struct emu_qp *qp)
     pthread_mutex_unlock(&qp->tx.lock);
 }
 
+/* The engine's pass (rx.lock held). A failure is returned to the conn,
+ * which breaks the connection; an RNR stall pauses reading and looks again
+ * after the RNR timer. */
+static int engine_rx_run(struct emu_qp *qp, int fd)
+{
+    int rc = qp_rx_run(qp, fd);
+    if (rc != QP_RX_STALL)
+        return rc;
+    if (qp->link.c) /* stable under rx.lock (struct qp_link) */
+        emu_conn_set_rx_retry(qp->link.c, qp->a.rnr_timer_us);
+    return EMU_RX_PAUSE;
+}
+
+/* A consumer thread's pass (rx.lock held). It has no rx hook to return an
+ * error to: a protocol failure (qp_rx_fail ran, rx.dead is set) asks the
+ * conn to fail, a socket error marks the receive side dead (the engine
+ * reports it). An RNR stall is left to the engine, once per stall: the
+ * engine may have no readable bytes to wake it. */
+static int consumer_rx_run(struct emu_qp *qp)
+{
+    int rc = qp_rx_run(qp, qp->rx.fd);
+    if (rc == QP_RX_STALL) {
+        if (!qp->rx.rnr_kicked) {
+            qp->rx.rnr_kicked = true;
+            if (qp->link.c)
+                emu_conn_rx_kick(qp->link.c);
+        }
+        return EMU_RX_OK;
+    }
+    if (rc < 0 && qp->rx.dead) {
+        if (qp->link.c)
+            emu_conn_fail(qp->link.c, -rc);
+    } else if (rc < 0) {
+        qp->rx.dead = true;
+        qp->rx.err = rc;
+    }
+    return rc;
+}
+
 int emu_qp_rx(struct emu_qp *qp, int fd)
 {
     flush_deferred(qp);
@@ -420,7 +459,7 @@ int emu_qp_rx(struct emu_qp *qp, int fd)
     else if (!qp->rx.attached)
         rc = EMU_RX_OK;
     else
-        rc = qp_rx_run(qp, fd, true);
+        rc = engine_rx_run(qp, fd);
     pthread_mutex_unlock(&qp->rx.lock);
     return rc;
 }
@@ -478,7 +517,7 @@ int emu_qp_progress(struct emu_qp *qp)
     if (qp->rx.attached && !qp->rx.dead && qp->rx.fd >= 0) {
         uint32_t before = qp->rx.ncomp;
         uint64_t bytes = qp->rx.bytes;
-        int rc = qp_rx_run(qp, qp->rx.fd, false);
+        int rc = consumer_rx_run(qp);
         n = (int)(qp->rx.ncomp - before);
         /* A long pass (much data placed) is not a gap in the polling. */
         if (qp->rx.bytes != bytes && atomic_load_explicit(&qp->poll.last_us, memory_order_relaxed) != 0)
@@ -511,7 +550,7 @@ static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirme
     pthread_mutex_lock(&qp->rx.lock);
     bool live = qp->rx.attached && !qp->rx.dead && qp->rx.fd >= 0;
     if (live)
-        (void)qp_rx_run(qp, qp->rx.fd, false);
+        (void)consumer_rx_run(qp);
     live = live && !qp->rx.dead;
     *placed = qp->rx.placed;
     *confirmed = qp->rx.confirmed;

@@ -48,7 +48,10 @@ struct rd_ent {
  * message placed (one round trip on a loaded host). */
 #define QP_CONFIRM_WAIT_US 200000u
 
-#define QP_RX_STALL 1 /* receive side waits for a posted receive (RNR) */
+/* qp_rx_run results beyond emu_conn.h's EMU_RX_OK (0) / EMU_RX_EOF (1) /
+ * EMU_RX_PAUSE (2) and -errno. */
+#define QP_RX_STALL 3  /* the receive side waits for a posted receive (RNR) */
+#define QP_RX_FAILED 4 /* internal to qp_rx*.c: a failure is recorded in rx.fail */
 
 struct sq_wqe {
     uint64_t cookie;
@@ -125,7 +128,6 @@ struct txcur {
 };
 
 enum rx_phase { RX_LEN = 0, RX_HDR, RX_PAY, RX_TRL };
-enum rx_kind { RXK_NONE = 0, RXK_SEND, RXK_WRITE, RXK_RRESP, RXK_FIXED };
 
 /* A ring of posted receives (a QP's private receive queue; an SRQ). */
 struct rq_ring {
@@ -222,7 +224,7 @@ struct qp_rx {
     bool release_tx;            /* the first FPDU releases tx.hold */
     int err;                    /* what emu_qp_rx returns once dead */
     struct emu_ddp_rx_state ddp;
-    uint8_t phase, kind;
+    uint8_t phase;              /* enum rx_phase */
     uint8_t hbuf[2 + EMU_DDP_HLEN_MAX + 8];
     size_t hhave, hneed;
     uint16_t ulpdu_len;
@@ -260,6 +262,11 @@ struct qp_rx {
     struct emu_cqe rxc[QP_RX_CQES]; /* receive completions of this qp_rx_run, delivered at its end */
     uint32_t rxc_n;
     uint64_t bytes, fpdus;
+    struct {                    /* what qp_rx_fail acts on (qp_rx_op.c) */
+        struct emu_term t;      /* the Terminate to send, or the peer's */
+        bool remote;            /* the peer's Terminate */
+        int err;
+    } fail;
 };
 
 /* A consumer thread's polling lease (emu_qp_poll_lease): atomics, read
@@ -308,10 +315,22 @@ void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t);
 /* A consumer's lease keeps the engine off this QP's socket now (qp.c). */
 bool qp_engine_parked(struct emu_qp *qp);
 
-/* qp_rx.c (rx_lock held) */
-int qp_rx_run(struct emu_qp *qp, int fd, bool engine);
+/* qp_rx.c (rx.lock held). qp_rx_run: EMU_RX_OK, EMU_RX_EOF, QP_RX_STALL
+ * or a negative errno (a protocol failure, after qp_rx_fail: rx.dead is
+ * set; or a socket error: rx.dead is not). The caller decides what that
+ * means for the connection (emu_qp_rx: the engine; qp.c consumer_rx_run). */
+int qp_rx_run(struct emu_qp *qp, int fd);
 void qp_rx_deliver_pending(struct emu_qp *qp);
 void qp_rx_reset(struct emu_qp *qp);
+
+/* qp_rx_op.c (rx.lock held): the per-opcode handler table and the one
+ * failure exit. start/finish return 0, QP_RX_STALL (start only) or
+ * QP_RX_FAILED; refuse* record a failure and return QP_RX_FAILED. */
+int qp_rx_op_start(struct emu_qp *qp);
+int qp_rx_op_finish(struct emu_qp *qp);
+int qp_rx_refuse(struct emu_qp *qp, uint8_t layer, uint8_t etype, uint8_t ecode);
+int qp_rx_refuse_term(struct emu_qp *qp, const struct emu_term *t, int err);
+int qp_rx_fail(struct emu_qp *qp);
 
 static inline struct sq_wqe *sq_at(struct emu_qp *qp, uint32_t idx)
 {
