@@ -5,6 +5,7 @@
 #include "emu/ddp.h"
 #include "emu/log.h"
 #include "emu/wire.h"
+#include "emu/wire_io.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -272,7 +273,7 @@ static int conn_post(struct emu_conn *c, emu_fn fn)
 static int hs_read(struct emu_conn *c)
 {
     for (int i = 0; i < 8 && c->in_len < c->in_need; i++) {
-        ssize_t n = recv(c->fd, c->in + c->in_len, c->in_need - c->in_len, 0);
+        ssize_t n = emu_wire_recv1(c, c->fd, c->in + c->in_len, c->in_need - c->in_len, 0);
         if (n > 0) {
             c->in_len += (size_t)n;
         } else if (n == 0) {
@@ -293,8 +294,8 @@ static void hs_fail(struct emu_conn *c, int err);
 static void flush_out(struct emu_conn *c)
 {
     while (c->out_off < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = emu_wire_send1(c, c->fd, c->out + c->out_off, c->out_len - c->out_off,
+                                   MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->out_off += (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -320,40 +321,14 @@ void conn_expect(struct emu_conn *c, size_t need)
     c->in_phase = 0;
 }
 
-/* A tagged zero-length FPDU (RTR Write or Read Response) into out. */
-static int build_tagged0(struct emu_conn *c, unsigned op, uint32_t stag, uint64_t to)
+/* A handshake-time control FPDU (RTR, its Read Response) into out, sent by
+ * flush_out. */
+static int build_ctrl(struct emu_conn *c, const struct emu_ddp_hdr *h)
 {
-    struct emu_ddp_hdr h;
-    memset(&h, 0, sizeof h);
-    h.opcode = (uint8_t)op;
-    h.tagged = true;
-    h.last = true;
-    h.stag = stag;
-    h.to = to;
-    size_t hlen = 0;
-    if (emu_fpdu_build_hdr(&h, 0, c->out, sizeof c->out, &hlen) != EMU_DDP_OK)
+    size_t n = emu_fpdu_build_ctrl(h, c->info.crc, c->out, sizeof c->out);
+    if (n == 0)
         return -EPROTO;
-    size_t tl = emu_fpdu_build_trailer(c->out, hlen, NULL, 0, c->info.crc, c->out + hlen);
-    c->out_len = hlen + tl;
-    c->out_off = 0;
-    return 0;
-}
-
-static int build_read_rtr(struct emu_conn *c)
-{
-    struct emu_ddp_hdr h;
-    memset(&h, 0, sizeof h);
-    h.opcode = EMU_OP_READ_REQ;
-    h.last = true;
-    h.qn = EMU_QN_READ_REQ;
-    h.msn = 1;
-    h.u.rreq.sink_stag = 1;
-    h.u.rreq.src_stag = 1;
-    size_t hlen = 0;
-    if (emu_fpdu_build_hdr(&h, 0, c->out, sizeof c->out, &hlen) != EMU_DDP_OK)
-        return -EPROTO;
-    size_t tl = emu_fpdu_build_trailer(c->out, hlen, NULL, 0, c->info.crc, c->out + hlen);
-    c->out_len = hlen + tl;
+    c->out_len = n;
     c->out_off = 0;
     return 0;
 }
@@ -405,11 +380,10 @@ static void send_llp_terminate(struct emu_conn *c, uint8_t code)
     emu_term_init(&t, EMU_TERM_LLP, EMU_TERM_LLP_MPA, code, NULL, 0, 0);
     emu_term_hdr(&h, &t);
     uint8_t buf[EMU_FPDU_HDR_MAX + EMU_FPDU_TRAILER_MAX];
-    size_t hlen = 0;
-    if (emu_fpdu_build_hdr(&h, 0, buf, sizeof buf, &hlen) != EMU_DDP_OK)
+    size_t len = emu_fpdu_build_ctrl(&h, c->info.crc, buf, sizeof buf);
+    if (len == 0)
         return;
-    size_t tl = emu_fpdu_build_trailer(buf, hlen, NULL, 0, c->info.crc, buf + hlen);
-    ssize_t n = send(c->fd, buf, hlen + tl, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = emu_wire_send1(c, c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n;
 }
 
@@ -446,7 +420,7 @@ static int drain(struct emu_conn *c)
 {
     char buf[4096];
     for (int i = 0; i < DRAIN_ROUNDS; i++) {
-        ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+        ssize_t n = emu_wire_recv1(c, c->fd, buf, sizeof buf, 0);
         if (n > 0)
             continue;
         if (n == 0)
@@ -769,8 +743,12 @@ static void reply_complete(struct emu_conn *c)
     if (res.p2p) {
         /* Zero-length RDMA Write, STag 1 (never 0: Chelsio rejects it), or a
          * zero-length Read Request (MSN 1 on queue 1, STags 1). */
-        int brc = res.rtr == EMU_MPA_RTR_READ ? build_read_rtr(c)
-                                               : build_tagged0(c, EMU_OP_WRITE, 1, 0);
+        struct emu_ddp_hdr h;
+        if (res.rtr == EMU_MPA_RTR_READ)
+            emu_ddp_read_rtr_hdr(&h);
+        else
+            emu_ddp_tagged0_hdr(&h, EMU_OP_WRITE, 1, 0);
+        int brc = build_ctrl(c, &h);
         if (brc != 0) {
             finish(c, EMU_CONN_NON_PEER_REJECTED, EPROTO, true);
             return;
@@ -947,7 +925,9 @@ static void rtr_complete(struct emu_conn *c)
     }
     if (c->info.rtr == EMU_MPA_RTR_READ && h.opcode == EMU_OP_READ_REQ && h.msn == 1 &&
         h.u.rreq.size == 0) {
-        if (build_tagged0(c, EMU_OP_READ_RESP, h.u.rreq.sink_stag, h.u.rreq.sink_to) != 0) {
+        struct emu_ddp_hdr resp;
+        emu_ddp_tagged0_hdr(&resp, EMU_OP_READ_RESP, h.u.rreq.sink_stag, h.u.rreq.sink_to);
+        if (build_ctrl(c, &resp) != 0) {
             finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
             return;
         }
@@ -1565,7 +1545,7 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     ssize_t n;
     if (c->state == CS_EST) {
         struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
-        n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        n = emu_wire_send(c, c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0)
             n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
     } else {

@@ -218,6 +218,36 @@ size_t emu_fpdu_build_trailer(const uint8_t *hdr, size_t hdr_len,
     return pad + EMU_FPDU_CRC_BYTES;
 }
 
+size_t emu_fpdu_build_ctrl(const struct emu_ddp_hdr *h, bool crc_on, uint8_t *buf, size_t cap)
+{
+    size_t hlen = 0;
+    if (cap < EMU_FPDU_TRAILER_MAX ||
+        emu_fpdu_build_hdr(h, 0, buf, cap - EMU_FPDU_TRAILER_MAX, &hlen) != EMU_DDP_OK)
+        return 0;
+    return hlen + emu_fpdu_build_trailer(buf, hlen, NULL, 0, crc_on, buf + hlen);
+}
+
+void emu_ddp_tagged0_hdr(struct emu_ddp_hdr *h, unsigned op, uint32_t stag, uint64_t to)
+{
+    memset(h, 0, sizeof *h);
+    h->opcode = (uint8_t)op;
+    h->tagged = true;
+    h->last = true;
+    h->stag = stag;
+    h->to = to;
+}
+
+void emu_ddp_read_rtr_hdr(struct emu_ddp_hdr *h)
+{
+    memset(h, 0, sizeof *h);
+    h->opcode = EMU_OP_READ_REQ;
+    h->last = true;
+    h->qn = EMU_QN_READ_REQ;
+    h->msn = 1;
+    h->u.rreq.sink_stag = 1;
+    h->u.rreq.src_stag = 1;
+}
+
 bool emu_fpdu_crc_ok(const struct iovec *fpdu, int iovcnt)
 {
     size_t total = 0;

@@ -23,6 +23,7 @@
 #include "emu/log.h"
 #include "emu/mpa.h"
 #include "emu/wire.h"
+#include "emu/wire_io.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -310,7 +311,7 @@ static int rx_run(struct emu_qp *qp, int fd)
             iov[k].iov_len = QP_DIRECT_TAIL;
             k++;
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = k};
-            n = recvmsg(fd, &mh, MSG_DONTWAIT);
+            n = emu_wire_recv(qp->link.c, fd, &mh, MSG_DONTWAIT);
             if (n > 0) {
                 size_t direct = qp->rx.pay_left - QP_RX_ORDERED_TAIL;
                 size_t placed = (size_t)n < direct ? (size_t)n : direct;
@@ -319,7 +320,7 @@ static int rx_run(struct emu_qp *qp, int fd)
                 qp->rx.pf_len = (uint32_t)((size_t)n - placed);
             }
         } else {
-            n = recv(fd, qp->rx.pf, QP_PF_SIZE, MSG_DONTWAIT);
+            n = emu_wire_recv1(qp->link.c, fd, qp->rx.pf, QP_PF_SIZE, MSG_DONTWAIT);
             if (n > 0) {
                 qp->rx.pf_off = 0;
                 qp->rx.pf_len = (uint32_t)n;

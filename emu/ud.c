@@ -11,6 +11,7 @@
 #include "emu/ud.h"
 
 #include "emu/wire.h"
+#include "emu/wire_io.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -192,7 +193,7 @@ static int xmit(struct emu_ud *ud, const struct emu_ud_dest *d, uint32_t nsge, c
     socklen_t tolen;
     dest_sockaddr(d, &to, &tolen);
     struct msghdr m = {.msg_name = &to, .msg_namelen = tolen, .msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t r = sendmsg(ud->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t r = emu_wire_send(ud, ud->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (r >= 0) {
         ud->psn = (ud->psn + 1) & 0xFFFFFF;
         bump(&ud->tx_datagrams);
@@ -309,7 +310,7 @@ int emu_ud_post_recv(struct emu_ud *ud, uint64_t cookie, uint32_t nsge, const st
 static int discard_one(struct emu_ud *ud)
 {
     uint8_t h[EMU_UD_HDR_LEN];
-    ssize_t r = recv(ud->fd, h, sizeof h, MSG_DONTWAIT | MSG_TRUNC);
+    ssize_t r = emu_wire_recv1(ud, ud->fd, h, sizeof h, MSG_DONTWAIT | MSG_TRUNC);
     if (r < 0)
         return 0;
     struct emu_ud_hdr p;
@@ -352,7 +353,7 @@ static int receive_one(struct emu_ud *ud)
     iov[n++] = (struct iovec){tail, sizeof tail};
     struct sockaddr_storage src;
     struct msghdr m = {.msg_name = &src, .msg_namelen = sizeof src, .msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t r = recvmsg(ud->fd, &m, MSG_DONTWAIT);
+    ssize_t r = emu_wire_recv(ud, ud->fd, &m, MSG_DONTWAIT);
     if (r < 0)
         return 0;
     struct emu_ud_hdr p;
