@@ -899,6 +899,7 @@ static void passive_req_readable(struct emu_conn *c)
 static void pending_readable(struct emu_conn *c)
 {
     char b;
+    /* A peek consumes nothing: not a receive for emu/wire_io.h. */
     ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;

@@ -75,7 +75,7 @@ void qp_fatal(struct emu_qp *qp, bool remote, const struct emu_term *t, int err)
         qp->ops.fatal(qp->a.ctx, &f);
 }
 
-/* sq_lock held. Completes one send-queue WR (callback), then frees the
+/* tx.lock held. Completes one send-queue WR (callback), then frees the
  * slots at the head that are done, so the ring stays in post order. */
 void qp_sq_report(struct emu_qp *qp, uint32_t idx, enum emu_wc_status st, uint32_t len)
 {
@@ -99,7 +99,7 @@ void qp_sq_report(struct emu_qp *qp, uint32_t idx, enum emu_wc_status st, uint32
         qp->tx.sq_head++;
 }
 
-/* sq_lock held. The peer has placed everything sent before SQ index upto
+/* tx.lock held. The peer has placed everything sent before SQ index upto
  * (a Read Response, which it sends only after processing what came
  * before the Request, or a Terminate about a later WR): the Sends and
  * Writes waiting for that complete, in post order. */
@@ -114,21 +114,47 @@ void qp_sq_confirm(struct emu_qp *qp, uint32_t upto)
     }
 }
 
-/* rx_lock held. Next posted receive (private ring or SRQ). */
+/* ---- receive rings (a QP's own, an SRQ's): the lock held ---- */
+
+static int ring_push(struct rq_ring *r, uint32_t max_sge, uint64_t cookie, uint32_t nsge,
+                     const struct emu_sge *sge)
+{
+    if (nsge > max_sge || (nsge && !sge))
+        return -EINVAL;
+    if (r->tail - r->head >= r->cap)
+        return -ENOSPC;
+    struct rq_wqe *w = &r->ring[r->tail % r->cap];
+    w->cookie = cookie;
+    w->nsge = nsge;
+    w->len = 0;
+    for (uint32_t i = 0; i < nsge; i++) {
+        w->sge[i] = sge[i];
+        w->len += sge[i].len;
+    }
+    r->tail++;
+    return 0;
+}
+
+static bool ring_pop(struct rq_ring *r, struct rq_wqe *out)
+{
+    if (r->tail == r->head)
+        return false;
+    *out = r->ring[r->head % r->cap];
+    r->head++;
+    return true;
+}
+
+/* rx.lock held. Next posted receive (private ring or SRQ). */
 bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out)
 {
     struct emu_srq *s = qp->a.srq;
     if (s) {
         bool fire = false;
         pthread_mutex_lock(&s->rq.lock);
-        bool ok = s->rq.tail != s->rq.head;
-        if (ok) {
-            *out = s->rq.ring[s->rq.head % s->rq.cap];
-            s->rq.head++;
-            if (s->lw && s->lw_armed && s->rq.tail - s->rq.head < s->lw) {
-                s->lw_armed = false;
-                fire = true;
-            }
+        bool ok = ring_pop(&s->rq, out);
+        if (ok && s->lw && s->lw_armed && s->rq.tail - s->rq.head < s->lw) {
+            s->lw_armed = false;
+            fire = true;
         }
         pthread_mutex_unlock(&s->rq.lock);
         if (fire && s->lw_hit)
@@ -136,11 +162,7 @@ bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out)
         return ok;
     }
     pthread_mutex_lock(&qp->rq.lock);
-    bool ok = qp->rq.tail != qp->rq.head;
-    if (ok) {
-        *out = qp->rq.ring[qp->rq.head % qp->rq.cap];
-        qp->rq.head++;
-    }
+    bool ok = ring_pop(&qp->rq, out);
     pthread_mutex_unlock(&qp->rq.lock);
     return ok;
 }
@@ -220,6 +242,20 @@ void emu_qp_destroy(struct emu_qp *qp)
     free(qp);
 }
 
+/* Both locks held: nothing in flight in either read queue, nothing being
+ * cut or written (reset, flush). */
+static void tx_clear(struct emu_qp *qp)
+{
+    irq_clear(qp);
+    qp->orq.reads_out = 0;
+    qp->orq.head = qp->orq.tail = 0;
+    qp->orq.probes_out = 0;
+    qp->tx.unacked = 0;
+    qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
+    memset(&qp->tx.cur, 0, sizeof qp->tx.cur);
+    qp_tx_batch_reset(&qp->tx.tb);
+}
+
 int emu_qp_reset(struct emu_qp *qp)
 {
     if (!qp)
@@ -236,17 +272,8 @@ int emu_qp_reset(struct emu_qp *qp)
     qp->tx.term_pending = false;
     for (int i = 0; i < EMU_QN_COUNT; i++)
         qp->tx.msn[i] = 1;
-    qp->orq.reads_out = 0;
-    qp->orq.head = qp->orq.tail = 0;
-    qp->tx.unacked = 0;
-    qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
-    qp->orq.probes_out = 0;
+    tx_clear(qp);
     qp->orq.probes = 0;
-    irq_clear(qp);
-    memset(&qp->tx.cur, 0, sizeof qp->tx.cur);
-    qp->tx.tb.niov = qp->tx.tb.iov_pos = qp->tx.tb.nrec = qp->tx.tb.rec_pos = 0;
-    qp->tx.tb.rec_done = qp->tx.tb.bytes = 0;
-    qp->tx.tb.stage_used = 0;
     qp->tx.bytes = qp->tx.fpdus = 0;
     qp->link.ird = qp->a.ird;
     qp->link.ord = qp->a.ord;
@@ -621,6 +648,17 @@ int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
     return rc;
 }
 
+static void flush_recv(struct emu_qp *qp, uint64_t cookie, enum emu_wc_status st)
+{
+    struct emu_cqe cqe;
+    memset(&cqe, 0, sizeof cqe);
+    cqe.cookie = cookie;
+    cqe.op = EMU_WC_RECV;
+    cqe.status = st;
+    if (qp->ops.recv_done)
+        qp->ops.recv_done(qp->a.ctx, &cqe);
+}
+
 void emu_qp_flush(struct emu_qp *qp)
 {
     if (!qp)
@@ -632,41 +670,22 @@ void emu_qp_flush(struct emu_qp *qp)
     emu_mem_put(&qp->rx.wref);
     if (qp->rx.have_recv) {
         qp->rx.have_recv = false;
-        struct emu_cqe cqe;
-        memset(&cqe, 0, sizeof cqe);
-        cqe.cookie = qp->rx.cur_recv.cookie;
-        cqe.op = EMU_WC_RECV;
-        cqe.status = qp->rx.recv_err_set ? qp->rx.recv_err : EMU_WC_FLUSHED;
         qp->rx.ncomp++;
-        if (qp->ops.recv_done)
-            qp->ops.recv_done(qp->a.ctx, &cqe);
+        flush_recv(qp, qp->rx.cur_recv.cookie,
+                   qp->rx.recv_err_set ? qp->rx.recv_err : EMU_WC_FLUSHED);
     }
     qp->rx.recv_err_set = false;
     if (qp->rx.have_imm_recv) {
         qp->rx.have_imm_recv = false;
-        struct emu_cqe cqe;
-        memset(&cqe, 0, sizeof cqe);
-        cqe.cookie = qp->rx.imm_recv.cookie;
-        cqe.op = EMU_WC_RECV;
-        cqe.status = EMU_WC_FLUSHED;
         qp->rx.ncomp++;
-        if (qp->ops.recv_done)
-            qp->ops.recv_done(qp->a.ctx, &cqe);
+        flush_recv(qp, qp->rx.imm_recv.cookie, EMU_WC_FLUSHED);
     }
     qp->rx.rnr_since = 0;
     if (!qp->a.srq) {
         pthread_mutex_lock(&qp->rq.lock);
-        while (qp->rq.head != qp->rq.tail) {
-            struct rq_wqe *r = &qp->rq.ring[qp->rq.head % qp->rq.cap];
-            struct emu_cqe cqe;
-            memset(&cqe, 0, sizeof cqe);
-            cqe.cookie = r->cookie;
-            cqe.op = EMU_WC_RECV;
-            cqe.status = EMU_WC_FLUSHED;
-            qp->rq.head++;
-            if (qp->ops.recv_done)
-                qp->ops.recv_done(qp->a.ctx, &cqe);
-        }
+        struct rq_wqe r;
+        while (ring_pop(&qp->rq, &r))
+            flush_recv(qp, r.cookie, EMU_WC_FLUSHED);
         pthread_mutex_unlock(&qp->rq.lock);
     }
     if (!qp->rx.dead) {
@@ -689,16 +708,7 @@ void emu_qp_flush(struct emu_qp *qp)
     uint32_t itail = atomic_load_explicit(&qp->irq.tail, memory_order_relaxed);
     for (uint32_t i = atomic_load_explicit(&qp->irq.head, memory_order_relaxed); i != itail; i++)
         emu_mem_put(&qp->irq.ent[i % qp->irq.cap].ref);
-    irq_clear(qp);
-    qp->orq.reads_out = 0;
-    qp->orq.head = qp->orq.tail = 0;
-    qp->tx.unacked = 0;
-    qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
-    qp->orq.probes_out = 0;
-    memset(&qp->tx.cur, 0, sizeof qp->tx.cur);
-    qp->tx.tb.niov = qp->tx.tb.iov_pos = qp->tx.tb.nrec = qp->tx.tb.rec_pos = 0;
-    qp->tx.tb.rec_done = qp->tx.tb.bytes = 0;
-    qp->tx.tb.stage_used = 0;
+    tx_clear(qp);
     pthread_mutex_unlock(&qp->tx.lock);
     pthread_mutex_unlock(&qp->rx.lock);
 }
@@ -778,24 +788,12 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
 int emu_qp_post_recv(struct emu_qp *qp, uint64_t cookie, uint32_t nsge,
                      const struct emu_sge *sge)
 {
-    if (!qp || qp->a.srq || nsge > qp->a.max_sge || (nsge && !sge))
+    if (!qp || qp->a.srq)
         return -EINVAL;
     pthread_mutex_lock(&qp->rq.lock);
-    if (qp->rq.tail - qp->rq.head >= qp->rq.cap) {
-        pthread_mutex_unlock(&qp->rq.lock);
-        return -ENOSPC;
-    }
-    struct rq_wqe *r = &qp->rq.ring[qp->rq.tail % qp->rq.cap];
-    r->cookie = cookie;
-    r->nsge = nsge;
-    r->len = 0;
-    for (uint32_t i = 0; i < nsge; i++) {
-        r->sge[i] = sge[i];
-        r->len += sge[i].len;
-    }
-    qp->rq.tail++;
+    int rc = ring_push(&qp->rq, qp->a.max_sge, cookie, nsge, sge);
     pthread_mutex_unlock(&qp->rq.lock);
-    return 0;
+    return rc;
 }
 
 void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
@@ -860,24 +858,12 @@ void emu_srq_destroy(struct emu_srq *srq)
 int emu_srq_post_recv(struct emu_srq *s, uint64_t cookie, uint32_t nsge,
                       const struct emu_sge *sge)
 {
-    if (!s || nsge > s->max_sge || (nsge && !sge))
+    if (!s)
         return -EINVAL;
     pthread_mutex_lock(&s->rq.lock);
-    if (s->rq.tail - s->rq.head >= s->rq.cap) {
-        pthread_mutex_unlock(&s->rq.lock);
-        return -ENOSPC;
-    }
-    struct rq_wqe *r = &s->rq.ring[s->rq.tail % s->rq.cap];
-    r->cookie = cookie;
-    r->nsge = nsge;
-    r->len = 0;
-    for (uint32_t i = 0; i < nsge; i++) {
-        r->sge[i] = sge[i];
-        r->len += sge[i].len;
-    }
-    s->rq.tail++;
+    int rc = ring_push(&s->rq, s->max_sge, cookie, nsge, sge);
     pthread_mutex_unlock(&s->rq.lock);
-    return 0;
+    return rc;
 }
 
 int emu_srq_resize(struct emu_srq *s, uint32_t max_recv_wr)

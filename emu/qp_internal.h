@@ -306,8 +306,9 @@ void qp_sq_confirm(struct emu_qp *qp, uint32_t upto);
 uint32_t qp_sge_slice(const struct emu_sge *sge, uint32_t nsge, uint64_t off, uint64_t len,
                       struct iovec *iov, uint32_t max);
 
-/* qp_tx.c (sq_lock held) */
+/* qp_tx.c (tx.lock held) */
 void qp_tx_pump(struct emu_qp *qp);
+void qp_tx_batch_reset(struct txbatch *b);
 /* Send a Terminate as soon as the stream is at an FPDU boundary (best
  * effort), then transmit nothing more. */
 void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t);

@@ -1,6 +1,6 @@
 /* Queue pair, transmit side: cut send-queue work and Read Responses into
  * FPDUs, coalesce them into one writev, resume partial writes exactly.
- * Everything here runs with sq_lock held. */
+ * Everything here runs with tx.lock held. */
 #include "emu/qp_internal.h"
 
 #include "emu/log.h"
@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-static void batch_reset(struct txbatch *b)
+void qp_tx_batch_reset(struct txbatch *b)
 {
     b->niov = b->iov_pos = b->nrec = b->rec_pos = 0;
     b->rec_done = b->bytes = 0;
@@ -487,7 +487,7 @@ void qp_tx_pump(struct emu_qp *qp)
     struct txbatch *b = &qp->tx.tb;
     for (int round = 0; round < 64; round++) {
         if (b->rec_pos == b->nrec) {
-            batch_reset(b);
+            qp_tx_batch_reset(b);
             if (qp->tx.term_pending)
                 build_terminate(qp);
             else if (!qp->tx.dead)
@@ -503,7 +503,7 @@ void qp_tx_pump(struct emu_qp *qp)
         }
         if (n < 0) {
             qp->tx.dead = true;
-            batch_reset(b);
+            qp_tx_batch_reset(b);
             if (n != -ENOTCONN && n != -EPIPE) {
                 qp_fatal(qp, false, NULL, (int)-n);
                 emu_conn_fail(cn, (int)-n);
@@ -537,7 +537,7 @@ void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t)
     qp->tx.cur.kind = TXK_NONE;
     if (b->rec_pos < b->nrec) {
         if (b->rec_done == 0) {
-            batch_reset(b); /* at an FPDU boundary: drop the rest */
+            qp_tx_batch_reset(b); /* at an FPDU boundary: drop the rest */
         } else {
             /* Finish the FPDU in flight, drop the ones after it. */
             b->nrec = b->rec_pos + 1;
