@@ -169,6 +169,18 @@ bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out)
 
 /* ---------------------------------------------------------------- lifecycle */
 
+static void qp_free(struct emu_qp *qp)
+{
+    free(qp->irq.ent);
+    free(qp->tx.tb.stage);
+    free(qp->tx.sq);
+    free(qp->tx.sq_sge);
+    free(qp->orq.ent);
+    free(qp->rx.pf);
+    free(qp->rq.ring);
+    free(qp);
+}
+
 int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out)
 {
     if (!a || !out || !a->ops || a->max_send_wr == 0 || a->max_sge > EMU_QP_MAX_SGE ||
@@ -200,12 +212,7 @@ int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out)
         qp->rq.ring = calloc(qp->rq.cap, sizeof *qp->rq.ring);
     }
     if (!qp->tx.sq || !qp->tx.sq_sge || !qp->orq.ent || !qp->rx.pf || (!a->srq && !qp->rq.ring)) {
-        free(qp->tx.sq);
-        free(qp->tx.sq_sge);
-        free(qp->orq.ent);
-        free(qp->rx.pf);
-        free(qp->rq.ring);
-        free(qp);
+        qp_free(qp);
         return -ENOMEM;
     }
     for (uint32_t i = 0; i < qp->tx.sq_cap; i++)
@@ -232,14 +239,7 @@ void emu_qp_destroy(struct emu_qp *qp)
     pthread_mutex_destroy(&qp->tx.lock);
     pthread_mutex_destroy(&qp->rx.lock);
     pthread_mutex_destroy(&qp->rq.lock);
-    free(qp->irq.ent);
-    free(qp->tx.tb.stage);
-    free(qp->tx.sq);
-    free(qp->tx.sq_sge);
-    free(qp->orq.ent);
-    free(qp->rx.pf);
-    free(qp->rq.ring);
-    free(qp);
+    qp_free(qp);
 }
 
 /* Both locks held: nothing in flight in either read queue, nothing being

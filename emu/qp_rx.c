@@ -157,6 +157,20 @@ static void to_trailer(struct emu_qp *qp)
     qp->rx.trl_need = emu_fpdu_pad(qp->rx.ulpdu_len) + 4;
 }
 
+/* Collect a header or trailer from the prefetch buffer into dst until
+ * *have reaches need; false: the buffer ran out first. */
+static bool gather(struct emu_qp *qp, uint8_t *dst, size_t *have, size_t need)
+{
+    if (*have < need) {
+        size_t avail = qp->rx.pf_len - qp->rx.pf_off;
+        size_t k = need - *have < avail ? need - *have : avail;
+        memcpy(dst + *have, qp->rx.pf + qp->rx.pf_off, k);
+        *have += k;
+        qp->rx.pf_off += (uint32_t)k;
+    }
+    return *have >= need;
+}
+
 /* Run the state machine over the prefetched bytes: 0 (all used),
  * QP_RX_STALL (a header waits for a posted receive) or QP_RX_FAILED. */
 static int process(struct emu_qp *qp)
@@ -167,18 +181,8 @@ static int process(struct emu_qp *qp)
         switch (qp->rx.phase) {
         case RX_LEN:
         case RX_HDR: {
-            if (qp->rx.hhave < qp->rx.hneed) {
-                if (avail == 0)
-                    return 0;
-                size_t k = qp->rx.hneed - qp->rx.hhave;
-                if (k > avail)
-                    k = avail;
-                memcpy(qp->rx.hbuf + qp->rx.hhave, p, k);
-                qp->rx.hhave += k;
-                qp->rx.pf_off += (uint32_t)k;
-                if (qp->rx.hhave < qp->rx.hneed)
-                    return 0;
-            }
+            if (!gather(qp, qp->rx.hbuf, &qp->rx.hhave, qp->rx.hneed))
+                return 0;
             if (qp->rx.phase == RX_LEN) {
                 qp->rx.ulpdu_len = emu_get_be16(qp->rx.hbuf + EMU_WIRE_FPDU_ULPDU_LEN);
                 qp->rx.phase = RX_HDR;
@@ -226,18 +230,8 @@ static int process(struct emu_qp *qp)
             }
             continue;
         case RX_TRL: {
-            if (qp->rx.trl_have < qp->rx.trl_need) {
-                if (avail == 0)
-                    return 0;
-                size_t k = qp->rx.trl_need - qp->rx.trl_have;
-                if (k > avail)
-                    k = avail;
-                memcpy(qp->rx.trl + qp->rx.trl_have, p, k);
-                qp->rx.trl_have += k;
-                qp->rx.pf_off += (uint32_t)k;
-                if (qp->rx.trl_have < qp->rx.trl_need)
-                    return 0;
-            }
+            if (!gather(qp, qp->rx.trl, &qp->rx.trl_have, qp->rx.trl_need))
+                return 0;
             int rc = seg_done(qp);
             if (rc != 0)
                 return rc;
