@@ -27,8 +27,7 @@
 int qp_rx_refuse(struct emu_qp *qp, uint8_t layer, uint8_t etype, uint8_t ecode)
 {
     struct emu_term t;
-    emu_term_init(&t, layer, etype, ecode, qp->rx.hbuf + 2, qp->rx.hhave - 2,
-                  qp->rx.ulpdu_len);
+    emu_term_init(&t, layer, etype, ecode, qp->rx.hbuf + 2, qp->rx.hhave - 2, qp->rx.ulpdu_len);
     return qp_rx_refuse_term(qp, &t, EPROTO);
 }
 
@@ -90,9 +89,8 @@ static void term_blame(struct emu_qp *qp, const struct emu_term *t)
             hit = w->op == EMU_WR_READ && w->sink_stag == key;
         else if (by_msn)
             hit = ((qn == EMU_QN_SEND && w->op == EMU_WR_SEND) ||
-                   (qn == EMU_QN_READ_REQ &&
-                    (w->op == EMU_WR_READ || w->op == EMU_WR_FETCH_ADD ||
-                     w->op == EMU_WR_CMP_SWAP))) &&
+                   (qn == EMU_QN_READ_REQ && (w->op == EMU_WR_READ || w->op == EMU_WR_FETCH_ADD ||
+                                              w->op == EMU_WR_CMP_SWAP))) &&
                   w->msn == key;
         else if (tagged)
             hit = w->op == EMU_WR_WRITE && w->rstag == key;
@@ -212,8 +210,8 @@ static int write_start(struct emu_qp *qp)
     if (h->payload_len == 0)
         return 0; /* DDP: zero-length tagged messages skip STag checks */
     enum emu_mem_status st =
-        emu_mem_check_remote(qp->a.mem, h->stag, h->to, h->payload_len, EMU_MEM_OP_WRITE,
-                             qp->a.pz, qp->link.conn_id, &qp->rx.wref);
+        emu_mem_check_remote(qp->a.mem, h->stag, h->to, h->payload_len, EMU_MEM_OP_WRITE, qp->a.pz,
+                             qp->link.conn_id, &qp->rx.wref);
     if (st != EMU_MEM_OK) {
         SD_DBG("qp", "%p Write to %#x+%#llx len %u refused: %s", (void *)qp, h->stag,
                (unsigned long long)h->to, h->payload_len, emu_mem_status_str(st));
@@ -269,8 +267,7 @@ static int rresp_start(struct emu_qp *qp)
     /* The WR's fields are stable while the Read is outstanding. */
     if (h->to != qp->rx.rresp_off || h->to + h->payload_len > w->len)
         return qp_rx_refuse(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS);
-    qp->rx.tgt_n = qp_sge_slice(w->sge, w->nsge, h->to, h->payload_len, qp->rx.tgt,
-                                EMU_QP_MAX_SGE);
+    qp->rx.tgt_n = qp_sge_slice(w->sge, w->nsge, h->to, h->payload_len, qp->rx.tgt, EMU_QP_MAX_SGE);
     return 0;
 }
 
@@ -324,8 +321,8 @@ static int send_start(struct emu_qp *qp)
         qp->rx.recv_err = EMU_WC_LOC_LEN;
         return qp_rx_refuse(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_TOO_LONG);
     }
-    qp->rx.tgt_n = qp_sge_slice(qp->rx.cur_recv.sge, qp->rx.cur_recv.nsge, h->mo,
-                                h->payload_len, qp->rx.tgt, EMU_QP_MAX_SGE);
+    qp->rx.tgt_n = qp_sge_slice(qp->rx.cur_recv.sge, qp->rx.cur_recv.nsge, h->mo, h->payload_len,
+                                qp->rx.tgt, EMU_QP_MAX_SGE);
     return 0;
 }
 
@@ -405,8 +402,7 @@ static int rreq_finish(struct emu_qp *qp)
      * probes out beyond our IRD (QP_PROBES_MAX); the ring has room. */
     uint32_t limit = (r->size == 0 && qp->link.caps != 0) ? qp->irq.cap : qp->link.ird;
     if (ird_full(qp, limit))
-        return qp_rx_refuse(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
-                            EMU_RDMAP_EC_CATA_STREAM);
+        return qp_rx_refuse(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION, EMU_RDMAP_EC_CATA_STREAM);
     /* The Read Responses carry sink_to + offset as their tagged offset: a
      * sink range that wraps 2^64 could only be answered with FPDUs the
      * requester must reject (DDP tagged "TO wrap", blaming us). Refuse the
@@ -462,8 +458,8 @@ static uint64_t do_atomic(uint64_t *p, const struct emu_rdmap_atomic_req *a)
                 nv = 0;
                 unsigned carry = 0;
                 for (int b = 0; b < 64; b++) {
-                    unsigned s = (unsigned)((orig >> b) & 1) + (unsigned)((a->add_swap >> b) & 1) +
-                                 carry;
+                    unsigned s =
+                        (unsigned)((orig >> b) & 1) + (unsigned)((a->add_swap >> b) & 1) + carry;
                     nv |= (uint64_t)(s & 1) << b;
                     carry = (s >> 1) && !((a->add_swap_mask >> b) & 1);
                 }
@@ -473,8 +469,7 @@ static uint64_t do_atomic(uint64_t *p, const struct emu_rdmap_atomic_req *a)
                 return orig;
             nv = (orig & ~a->add_swap_mask) | (a->add_swap & a->add_swap_mask);
         }
-        if (__atomic_compare_exchange_n(p, &orig, nv, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE))
+        if (__atomic_compare_exchange_n(p, &orig, nv, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             return orig;
     }
     return orig;
@@ -484,13 +479,11 @@ static int areq_finish(struct emu_qp *qp)
 {
     const struct emu_rdmap_atomic_req *a = &qp->rx.h.u.areq;
     if (ird_full(qp, qp->link.ird))
-        return qp_rx_refuse(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
-                            EMU_RDMAP_EC_CATA_STREAM);
+        return qp_rx_refuse(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION, EMU_RDMAP_EC_CATA_STREAM);
     struct emu_mem_ref ref;
     memset(&ref, 0, sizeof ref);
-    enum emu_mem_status st =
-        emu_mem_check_remote(qp->a.mem, a->stag, a->to, 8, EMU_MEM_OP_ATOMIC, qp->a.pz,
-                             qp->link.conn_id, &ref);
+    enum emu_mem_status st = emu_mem_check_remote(qp->a.mem, a->stag, a->to, 8, EMU_MEM_OP_ATOMIC,
+                                                  qp->a.pz, qp->link.conn_id, &ref);
     if (st == EMU_MEM_OK && ((uintptr_t)ref.ptr & 7u)) {
         emu_mem_put(&ref);
         st = EMU_MEM_E_BOUNDS; /* misaligned target */
@@ -541,9 +534,9 @@ static int term_finish(struct emu_qp *qp)
 
 /* ---------------------------------------------------------------- the table */
 
-#define RXO_PLACES 1u    /* last segment: a Send/Write placed (rx.placed, emu_qp_quiesce) */
-#define RXO_CONFIRMS 2u  /* its answer confirms everything placed before it */
-#define RXO_IMM_PAIR 4u  /* Write or Immediate Data: keeps rx.prev_write */
+#define RXO_PLACES 1u   /* last segment: a Send/Write placed (rx.placed, emu_qp_quiesce) */
+#define RXO_CONFIRMS 2u /* its answer confirms everything placed before it */
+#define RXO_IMM_PAIR 4u /* Write or Immediate Data: keeps rx.prev_write */
 
 struct rx_op {
     int (*start)(struct emu_qp *qp);  /* header parsed; NULL: nothing to decide */

@@ -72,8 +72,8 @@ static inline void emu_put_be64(uint8_t *p, uint64_t v)
 
 /* ---------------------------------------------------------------- DDP (RFC 5041) */
 
-#define EMU_WIRE_DDP_CTRL 0         /* T, L, reserved, DV */
-#define EMU_WIRE_RDMAP_CTRL 1       /* RV, reserved, opcode */
+#define EMU_WIRE_DDP_CTRL 0   /* T, L, reserved, DV */
+#define EMU_WIRE_RDMAP_CTRL 1 /* RV, reserved, opcode */
 /* Tagged buffer model. */
 #define EMU_WIRE_DDP_T_STAG 2
 #define EMU_WIRE_DDP_T_TO 6
@@ -117,11 +117,11 @@ static inline void emu_put_be64(uint8_t *p, uint64_t v)
 /* ---------------------------------------------------------------- UD (IB BTH + DETH) */
 
 #define EMU_WIRE_BTH_OPCODE 0
-#define EMU_WIRE_BTH_FLAGS 1        /* SE, M, PadCnt, TVer */
+#define EMU_WIRE_BTH_FLAGS 1 /* SE, M, PadCnt, TVer */
 #define EMU_WIRE_BTH_PKEY 2
-#define EMU_WIRE_BTH_DEST_QP 5      /* 24 bits after a reserved byte */
-#define EMU_WIRE_BTH_PSN 9          /* 24 bits after the A/reserved byte */
+#define EMU_WIRE_BTH_DEST_QP 5 /* 24 bits after a reserved byte */
+#define EMU_WIRE_BTH_PSN 9     /* 24 bits after the A/reserved byte */
 #define EMU_WIRE_DETH_QKEY 12
-#define EMU_WIRE_DETH_SRC_QP 17     /* 24 bits after a reserved byte */
+#define EMU_WIRE_DETH_SRC_QP 17 /* 24 bits after a reserved byte */
 
 #endif

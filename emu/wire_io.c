@@ -11,8 +11,8 @@ void emu_wire_observe(const struct emu_wire_observer *obs)
     atomic_store_explicit(&observer, obs, memory_order_release);
 }
 
-static void tell(const void *who, enum emu_wire_dir dir, const struct iovec *iov,
-                 size_t iovcnt, ssize_t n)
+static void tell(const void *who, enum emu_wire_dir dir, const struct iovec *iov, size_t iovcnt,
+                 ssize_t n)
 {
     const struct emu_wire_observer *o = atomic_load_explicit(&observer, memory_order_acquire);
     if (!o || n <= 0)

@@ -70,8 +70,7 @@ DAT_EVENT peer_wait_for(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char *w
     if (rc != DAT_SUCCESS)
         peer_fail("waiting for %s: 0x%x", what, (unsigned)rc);
     if (ev.event_number != want)
-        peer_fail("waiting for %s (0x%x): got event 0x%x", what, (unsigned)want,
-                  (unsigned)ev.event_number);
+        peer_fail("waiting for %s (0x%x): got event 0x%x", what, (unsigned)want, (unsigned)ev.event_number);
     return ev;
 }
 

@@ -15,27 +15,26 @@
 
 #include <stdint.h>
 
-extern const char *peer_role;   /* "server", "client", ...: set by main */
-extern int peer_failures;       /* PEER_EXPECT failures so far */
+extern const char *peer_role; /* "server", "client", ...: set by main */
+extern int peer_failures;     /* PEER_EXPECT failures so far */
 
 _Noreturn void peer_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void peer_check(DAT_RETURN rc, const char *what);
-void peer_expect_failed(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void peer_expect_failed(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 _Noreturn void peer_must_failed(const char *file, int line, const char *call, DAT_RETURN rc);
 
 #define PEER_FAIL(...) peer_fail(__VA_ARGS__)
 #define PEER_CHECK(rc, what) peer_check((rc), (what))
-#define PEER_EXPECT(cond, ...)                                                                     \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            peer_expect_failed(__FILE__, __LINE__, __VA_ARGS__);                                   \
+#define PEER_EXPECT(cond, ...)                                                                                         \
+    do {                                                                                                               \
+        if (!(cond))                                                                                                   \
+            peer_expect_failed(__FILE__, __LINE__, __VA_ARGS__);                                                       \
     } while (0)
-#define PEER_MUST(call)                                                                            \
-    do {                                                                                           \
-        DAT_RETURN r_ = (call);                                                                    \
-        if (r_ != DAT_SUCCESS)                                                                     \
-            peer_must_failed(__FILE__, __LINE__, #call, r_);                                       \
+#define PEER_MUST(call)                                                                                                \
+    do {                                                                                                               \
+        DAT_RETURN r_ = (call);                                                                                        \
+        if (r_ != DAT_SUCCESS)                                                                                         \
+            peer_must_failed(__FILE__, __LINE__, #call, r_);                                                           \
     } while (0)
 
 /* How long a peer waits for any one event before it gives up. */
