@@ -193,19 +193,6 @@ $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 # Test programs track the headers they include (-MMD: PROGRAM.d).
 -include $(UT_BINS:%=%.d) $(HELPER_BINS:%=%.d)
 
-$(BUILD)/test/dat/%: test/unit/dat/%.c $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF)
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -rdynamic -o $@ $< $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
-
-$(BUILD)/test/provider/%: test/unit/provider/%.c $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK)
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(LIBPROV_A) $(LIBEMU_A) \
-	  -L$(BUILD)/lib -ldat2 $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
-
-$(BUILD)/test/emu/%: test/unit/emu/%.c $(LIBEMU_A)
-	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
-
 # Support code the test programs share, linked rather than copied.
 TESTLIB_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(wildcard test/lib/*.c))
 TESTLIB_A   := $(OBJ)/libsdtest.a
@@ -213,6 +200,19 @@ TESTLIB_A   := $(OBJ)/libsdtest.a
 $(TESTLIB_A): $(TESTLIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/test/dat/%: test/unit/dat/%.c $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -rdynamic -o $@ $< $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
+
+$(BUILD)/test/provider/%: test/unit/provider/%.c $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) \
+	  -L$(BUILD)/lib -ldat2 $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
+
+$(BUILD)/test/emu/%: test/unit/emu/%.c $(LIBEMU_A)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
 $(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A) $(TESTLIB_A)
 	@mkdir -p $(@D)

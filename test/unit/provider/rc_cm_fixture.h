@@ -11,7 +11,7 @@
 
 #include "lib/provider/ep.h"
 #include "lib/provider/limits.h"
-#include "cm_fixture.h"
+#include "test/lib/cm_fixture.h"
 
 static _Alignas(64) char junk[256];
 

@@ -10,9 +10,9 @@
 #include <pthread.h>
 
 #include "lib/provider/ep.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
-#include "cm_fixture.h"
+#include "test/lib/cm_fixture.h"
 
 static struct sockaddr_in lo_addr(void)
 {

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "lib/provider/ep.h"
-#include "cm_fixture.h"
+#include "test/lib/cm_fixture.h"
 
 static struct sockaddr_in v4(const char *ip, unsigned port)
 {
