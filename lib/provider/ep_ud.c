@@ -884,14 +884,8 @@ DAT_RETURN sd_ud_accept(struct sd_cr *cr, struct sd_ep *ep, DAT_COUNT pdata_size
     if (rc == DAT_SUCCESS && (cm = cm_new(ep, false)) == NULL)
         rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
     struct emu_conn *conn = NULL;
-    if (rc == DAT_SUCCESS) {
-        pthread_mutex_lock(&cr->lock);
-        conn = cr->conn;
-        cr->conn = NULL;
-        pthread_mutex_unlock(&cr->lock);
-        if (conn == NULL)
-            rc = SD_RET(DAT_INVALID_STATE, 0);
-    }
+    if (rc == DAT_SUCCESS)
+        rc = sd_cr_take_conn(cr, &conn);
     if (rc != DAT_SUCCESS) {
         pthread_mutex_unlock(&ep->cm_lock);
         free(cm);

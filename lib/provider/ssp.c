@@ -283,15 +283,7 @@ DAT_RETURN sd_iw_socket_connect(DAT_EP_HANDLE ep_handle, DAT_IW_SOCKET fd, DAT_T
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2); /* EP and socket parameters conflict */
     struct emu_conn_params prm;
     if (rc == DAT_SUCCESS) {
-        ep->state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
-        ep->aborting = false;
-        ep->conn_id = sd_ep_next_conn_id();
-        memcpy(&ep->remote_addr, &peer, sizeof peer);
-        ep->remote_port = emu_sockaddr_port((const struct sockaddr *)&peer);
-        ep->remote_set = true;
-        ep->initiator = true;
-        ep->ev_pdata_len = 0;
-        sd_ep_conn_params(ep, &prm, timeout == DAT_TIMEOUT_INFINITE ? EMU_TIMEOUT_INFINITE : (uint64_t)timeout);
+        sd_ep_begin_active_locked(ep, &peer, emu_sockaddr_port((const struct sockaddr *)&peer), timeout, &prm);
     }
     pthread_mutex_unlock(&ep->lock);
     if (rc != DAT_SUCCESS) {
