@@ -239,15 +239,6 @@ static const struct emu_ud_ops ud_ops = {.send_done = ud_send_done, .recv_done =
 
 /* ---------------------------------------------------------------- lifecycle */
 
-static uint32_t clamp_u32(DAT_COUNT v, uint32_t lo, uint32_t hi)
-{
-    if (v < (DAT_COUNT)lo)
-        return lo;
-    if ((uint32_t)v > hi)
-        return hi;
-    return (uint32_t)v;
-}
-
 DAT_RETURN sd_ud_ep_init(struct sd_ep *ep)
 {
     if (ep->ud != NULL)
