@@ -1,6 +1,9 @@
 /* test/lib/cm_fixture.h: two-sided connection tests through the provider table. */
 #include "test/lib/cm_fixture.h"
 
+#include <arpa/inet.h>
+#include <stdint.h>
+
 void side_open(struct side *s, DAT_PROVIDER *p)
 {
     memset(s, 0, sizeof *s);
@@ -49,4 +52,23 @@ DAT_EP_STATE ep_state(struct side *s, DAT_EP_HANDLE ep)
     DAT_EP_STATE st;
     ck_assert_dat_ok(s->p->ep_get_status_func(ep, &st, NULL, NULL));
     return st;
+}
+
+struct sockaddr_in v4(const char *ip, unsigned port)
+{
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    ck_assert_int_eq(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+    a.sin_port = htons((uint16_t)port);
+    return a;
+}
+
+DAT_CONN_QUAL free_port(struct side *s)
+{
+    DAT_CONN_QUAL q;
+    DAT_PSP_HANDLE psp;
+    ck_assert_dat_ok(s->p->psp_create_any_func(s->ia, &q, s->cr, DAT_PSP_CONSUMER_FLAG, &psp));
+    ck_assert_dat_ok(s->p->psp_free_func(psp));
+    return q;
 }

@@ -5,6 +5,8 @@
 #ifndef SOFTDAT_TEST_LIB_CM_FIXTURE_H
 #define SOFTDAT_TEST_LIB_CM_FIXTURE_H
 
+#include <netinet/in.h>
+
 #include "test/lib/prov_fixture.h"
 
 struct side {
@@ -24,5 +26,9 @@ DAT_EVENT wait_ev(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want);
 /* No event on evd within us. */
 void no_event(struct side *s, DAT_EVD_HANDLE evd, DAT_TIMEOUT us);
 DAT_EP_STATE ep_state(struct side *s, DAT_EP_HANDLE ep);
+/* An IPv4 address (ip, port). */
+struct sockaddr_in v4(const char *ip, unsigned port);
+/* A port nobody listens on right now (a PSP of s created and freed). */
+DAT_CONN_QUAL free_port(struct side *s);
 
 #endif
