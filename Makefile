@@ -17,6 +17,7 @@
 #   test/unit/provider/*.c-> test/provider/NAME  (Check; provider + emu archives)
 #   test/unit/emu/*.c     -> test/emu/NAME       (Check; emu archive only)
 #   test/helpers/*.c      -> test/helpers/NAME   (programs the end-to-end tests drive)
+#   test/lib/*.c          -> libsdtest.a         (support code the test programs link)
 #   test/e2e/*.sh         run by test/run-tests
 
 BUILD     ?= build
@@ -192,22 +193,30 @@ $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 # Test programs track the headers they include (-MMD: PROGRAM.d).
 -include $(UT_BINS:%=%.d) $(HELPER_BINS:%=%.d)
 
+# Support code the test programs share, linked rather than copied.
+TESTLIB_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(wildcard test/lib/*.c))
+TESTLIB_A   := $(OBJ)/libsdtest.a
+-include $(TESTLIB_OBJ:.o=.d)
+$(TESTLIB_A): $(TESTLIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/test/dat/%: test/unit/dat/%.c $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -rdynamic -o $@ $< $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
 
-$(BUILD)/test/provider/%: test/unit/provider/%.c $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK)
+$(BUILD)/test/provider/%: test/unit/provider/%.c $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(LIBPROV_A) $(LIBEMU_A) \
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) \
 	  -L$(BUILD)/lib -ldat2 $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
 $(BUILD)/test/emu/%: test/unit/emu/%.c $(LIBEMU_A)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
-$(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A)
+$(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A) $(TESTLIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
 
 # Host programs that export libevent 1.4's symbol names (symbol_capture.sh).
 HOSTILE_HELPERS := $(BUILD)/test/helpers/dat_dto_peer_hostile $(BUILD)/test/helpers/libevent_capture_probe

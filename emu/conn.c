@@ -5,6 +5,8 @@
 
 #include "emu/ddp.h"
 #include "emu/log.h"
+#include "emu/wire.h"
+#include "emu/wire_io.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,20 +32,17 @@ static const uint8_t cap_magic[3] = {'S', 'D', 'T'};
 void emu_conn_caps_encode(uint8_t out[EMU_CONN_CAP_MARKER_LEN], uint32_t caps)
 {
     memcpy(out, cap_magic, sizeof cap_magic);
-    out[3] = EMU_CONN_CAP_VERSION;
-    out[4] = (uint8_t)(caps >> 24);
-    out[5] = (uint8_t)(caps >> 16);
-    out[6] = (uint8_t)(caps >> 8);
-    out[7] = (uint8_t)caps;
+    out[EMU_WIRE_CAP_VERSION] = EMU_CONN_CAP_VERSION;
+    emu_put_be32(out + EMU_WIRE_CAP_BITS, caps);
 }
 
 bool emu_conn_caps_parse(const uint8_t *pd, size_t len, uint32_t *caps)
 {
     if (pd == NULL || len < EMU_CONN_CAP_MARKER_LEN || memcmp(pd, cap_magic, sizeof cap_magic) != 0 ||
-        pd[3] != EMU_CONN_CAP_VERSION)
+        pd[EMU_WIRE_CAP_VERSION] != EMU_CONN_CAP_VERSION)
         return false;
     if (caps)
-        *caps = (uint32_t)pd[4] << 24 | (uint32_t)pd[5] << 16 | (uint32_t)pd[6] << 8 | pd[7];
+        *caps = emu_get_be32(pd + EMU_WIRE_CAP_BITS);
     return true;
 }
 
@@ -275,7 +274,7 @@ static int conn_post(struct emu_conn *c, emu_fn fn)
 static int hs_read(struct emu_conn *c)
 {
     for (int i = 0; i < 8 && c->in_len < c->in_need; i++) {
-        ssize_t n = recv(c->fd, c->in + c->in_len, c->in_need - c->in_len, 0);
+        ssize_t n = emu_wire_recv1(c, c->fd, c->in + c->in_len, c->in_need - c->in_len, 0);
         if (n > 0) {
             c->in_len += (size_t)n;
         } else if (n == 0) {
@@ -296,8 +295,8 @@ static void hs_fail(struct emu_conn *c, int err);
 static void flush_out(struct emu_conn *c)
 {
     while (c->out_off < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = emu_wire_send1(c, c->fd, c->out + c->out_off, c->out_len - c->out_off,
+                                   MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->out_off += (size_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -323,40 +322,14 @@ void conn_expect(struct emu_conn *c, size_t need)
     c->in_phase = 0;
 }
 
-/* A tagged zero-length FPDU (RTR Write or Read Response) into out. */
-static int build_tagged0(struct emu_conn *c, unsigned op, uint32_t stag, uint64_t to)
+/* A handshake-time control FPDU (RTR, its Read Response) into out, sent by
+ * flush_out. */
+static int build_ctrl(struct emu_conn *c, const struct emu_ddp_hdr *h)
 {
-    struct emu_ddp_hdr h;
-    memset(&h, 0, sizeof h);
-    h.opcode = (uint8_t)op;
-    h.tagged = true;
-    h.last = true;
-    h.stag = stag;
-    h.to = to;
-    size_t hlen = 0;
-    if (emu_fpdu_build_hdr(&h, 0, c->out, sizeof c->out, &hlen) != EMU_DDP_OK)
+    size_t n = emu_fpdu_build_ctrl(h, c->info.crc, c->out, sizeof c->out);
+    if (n == 0)
         return -EPROTO;
-    size_t tl = emu_fpdu_build_trailer(c->out, hlen, NULL, 0, c->info.crc, c->out + hlen);
-    c->out_len = hlen + tl;
-    c->out_off = 0;
-    return 0;
-}
-
-static int build_read_rtr(struct emu_conn *c)
-{
-    struct emu_ddp_hdr h;
-    memset(&h, 0, sizeof h);
-    h.opcode = EMU_OP_READ_REQ;
-    h.last = true;
-    h.qn = EMU_QN_READ_REQ;
-    h.msn = 1;
-    h.u.rreq.sink_stag = 1;
-    h.u.rreq.src_stag = 1;
-    size_t hlen = 0;
-    if (emu_fpdu_build_hdr(&h, 0, c->out, sizeof c->out, &hlen) != EMU_DDP_OK)
-        return -EPROTO;
-    size_t tl = emu_fpdu_build_trailer(c->out, hlen, NULL, 0, c->info.crc, c->out + hlen);
-    c->out_len = hlen + tl;
+    c->out_len = n;
     c->out_off = 0;
     return 0;
 }
@@ -364,9 +337,9 @@ static int build_read_rtr(struct emu_conn *c)
 /* Check a complete RTR-phase FPDU held in c->in; 0 and *h, or -errno. */
 static int parse_rtr_fpdu(struct emu_conn *c, struct emu_ddp_hdr *h)
 {
-    uint16_t ulpdu = (uint16_t)(c->in[0] << 8 | c->in[1]);
+    uint16_t ulpdu = emu_get_be16(c->in + EMU_WIRE_FPDU_ULPDU_LEN);
     size_t need = 0;
-    int rc = emu_ddp_parse(c->in + 2, ulpdu, ulpdu, NULL, h, &need);
+    int rc = emu_ddp_parse(c->in + EMU_WIRE_FPDU_SEG, ulpdu, ulpdu, NULL, h, &need);
     if (rc != EMU_DDP_OK) {
         SD_INFO("conn", "%p bad RTR-phase FPDU: %s", (void *)c, emu_ddp_strerror(rc));
         return -EPROTO;
@@ -385,7 +358,7 @@ static int small_fpdu_read(struct emu_conn *c)
 {
     int rc = hs_read(c);
     if (rc == 1 && c->in_phase == 0) {
-        uint32_t ulpdu = (uint32_t)(c->in[0] << 8 | c->in[1]);
+        uint32_t ulpdu = emu_get_be16(c->in + EMU_WIRE_FPDU_ULPDU_LEN);
         uint32_t total = emu_fpdu_wire_len(ulpdu);
         if (ulpdu < EMU_DDP_TAGGED_HLEN || total > RTR_MAX_FPDU) {
             SD_INFO("conn", "%p FPDU with ULPDU %u during the RTR phase", (void *)c, ulpdu);
@@ -408,11 +381,10 @@ static void send_llp_terminate(struct emu_conn *c, uint8_t code)
     emu_term_init(&t, EMU_TERM_LLP, EMU_TERM_LLP_MPA, code, NULL, 0, 0);
     emu_term_hdr(&h, &t);
     uint8_t buf[EMU_FPDU_HDR_MAX + EMU_FPDU_TRAILER_MAX];
-    size_t hlen = 0;
-    if (emu_fpdu_build_hdr(&h, 0, buf, sizeof buf, &hlen) != EMU_DDP_OK)
+    size_t len = emu_fpdu_build_ctrl(&h, c->info.crc, buf, sizeof buf);
+    if (len == 0)
         return;
-    size_t tl = emu_fpdu_build_trailer(buf, hlen, NULL, 0, c->info.crc, buf + hlen);
-    ssize_t n = send(c->fd, buf, hlen + tl, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = emu_wire_send1(c, c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n;
 }
 
@@ -449,7 +421,7 @@ static int drain(struct emu_conn *c)
 {
     char buf[4096];
     for (int i = 0; i < DRAIN_ROUNDS; i++) {
-        ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+        ssize_t n = emu_wire_recv1(c, c->fd, buf, sizeof buf, 0);
         if (n > 0)
             continue;
         if (n == 0)
@@ -786,8 +758,12 @@ static void reply_complete(struct emu_conn *c)
     if (res.p2p) {
         /* Zero-length RDMA Write, STag 1 (never 0: Chelsio rejects it), or a
          * zero-length Read Request (MSN 1 on queue 1, STags 1). */
-        int brc = res.rtr == EMU_MPA_RTR_READ ? build_read_rtr(c)
-                                               : build_tagged0(c, EMU_OP_WRITE, 1, 0);
+        struct emu_ddp_hdr h;
+        if (res.rtr == EMU_MPA_RTR_READ)
+            emu_ddp_read_rtr_hdr(&h);
+        else
+            emu_ddp_tagged0_hdr(&h, EMU_OP_WRITE, 1, 0);
+        int brc = build_ctrl(c, &h);
         if (brc != 0) {
             finish(c, EMU_CONN_NON_PEER_REJECTED, EPROTO, true);
             return;
@@ -938,6 +914,7 @@ static void passive_req_readable(struct emu_conn *c)
 static void pending_readable(struct emu_conn *c)
 {
     char b;
+    /* A peek consumes nothing: not a receive for emu/wire_io.h. */
     ssize_t n = recv(c->fd, &b, 1, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
         return;
@@ -964,7 +941,9 @@ static void rtr_complete(struct emu_conn *c)
     }
     if (c->info.rtr == EMU_MPA_RTR_READ && h.opcode == EMU_OP_READ_REQ && h.msn == 1 &&
         h.u.rreq.size == 0) {
-        if (build_tagged0(c, EMU_OP_READ_RESP, h.u.rreq.sink_stag, h.u.rreq.sink_to) != 0) {
+        struct emu_ddp_hdr resp;
+        emu_ddp_tagged0_hdr(&resp, EMU_OP_READ_RESP, h.u.rreq.sink_stag, h.u.rreq.sink_to);
+        if (build_ctrl(c, &resp) != 0) {
             finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
             return;
         }
@@ -1582,7 +1561,7 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     ssize_t n;
     if (c->state == CS_EST) {
         struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
-        n = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        n = emu_wire_send(c, c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0)
             n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
     } else {

@@ -4,38 +4,9 @@
 
 #include "emu/crc32c.h"
 #include "emu/mpa.h"
+#include "emu/wire.h"
 
 #include <string.h>
-
-static inline uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-static inline uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-static inline uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-static inline void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-static inline void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-static inline void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
 
 /* ------------------------------------------------------------ opcodes */
 
@@ -164,41 +135,41 @@ int emu_fpdu_build_hdr(const struct emu_ddp_hdr *h, uint32_t payload_len, uint8_
     if (!buf || cap < 2 + hlen)
         return EMU_DDP_E_NOSPACE;
 
-    put16(buf, (uint16_t)(hlen + payload_len));
-    uint8_t *p = buf + 2;
+    emu_put_be16(buf + EMU_WIRE_FPDU_ULPDU_LEN, (uint16_t)(hlen + payload_len));
+    uint8_t *p = buf + EMU_WIRE_FPDU_SEG;
     bool last = fixed ? true : h->last;
-    p[0] = (uint8_t)((tagged ? EMU_DDP_T : 0) | (last ? EMU_DDP_L : 0) | EMU_DDP_VERSION);
-    p[1] = (uint8_t)(EMU_RDMAP_VERSION << 6 | op);
+    p[EMU_WIRE_DDP_CTRL] = (uint8_t)((tagged ? EMU_DDP_T : 0) | (last ? EMU_DDP_L : 0) | EMU_DDP_VERSION);
+    p[EMU_WIRE_RDMAP_CTRL] = (uint8_t)(EMU_RDMAP_VERSION << 6 | op);
     if (tagged) {
-        put32(p + 2, h->stag);
-        put64(p + 6, h->to);
+        emu_put_be32(p + EMU_WIRE_DDP_T_STAG, h->stag);
+        emu_put_be64(p + EMU_WIRE_DDP_T_TO, h->to);
     } else {
-        put32(p + 2, op_has_inv(op) ? h->inv_stag : 0);
-        put32(p + 6, (uint32_t)emu_rdmap_op_qn(op));
-        put32(p + 10, h->msn);
-        put32(p + 14, fixed ? 0 : h->mo);
+        emu_put_be32(p + EMU_WIRE_DDP_U_INV_STAG, op_has_inv(op) ? h->inv_stag : 0);
+        emu_put_be32(p + EMU_WIRE_DDP_U_QN, (uint32_t)emu_rdmap_op_qn(op));
+        emu_put_be32(p + EMU_WIRE_DDP_U_MSN, h->msn);
+        emu_put_be32(p + EMU_WIRE_DDP_U_MO, fixed ? 0 : h->mo);
         uint8_t *q = p + EMU_DDP_UNTAGGED_HLEN;
         switch (op) {
         case EMU_OP_READ_REQ:
-            put32(q, h->u.rreq.sink_stag);
-            put64(q + 4, h->u.rreq.sink_to);
-            put32(q + 12, h->u.rreq.size);
-            put32(q + 16, h->u.rreq.src_stag);
-            put64(q + 20, h->u.rreq.src_to);
+            emu_put_be32(q + EMU_WIRE_RREQ_SINK_STAG, h->u.rreq.sink_stag);
+            emu_put_be64(q + EMU_WIRE_RREQ_SINK_TO, h->u.rreq.sink_to);
+            emu_put_be32(q + EMU_WIRE_RREQ_SIZE, h->u.rreq.size);
+            emu_put_be32(q + EMU_WIRE_RREQ_SRC_STAG, h->u.rreq.src_stag);
+            emu_put_be64(q + EMU_WIRE_RREQ_SRC_TO, h->u.rreq.src_to);
             break;
         case EMU_OP_ATOMIC_REQ:
-            put32(q, h->u.areq.op);
-            put32(q + 4, h->u.areq.req_id);
-            put32(q + 8, h->u.areq.stag);
-            put64(q + 12, h->u.areq.to);
-            put64(q + 20, h->u.areq.add_swap);
-            put64(q + 28, h->u.areq.add_swap_mask);
-            put64(q + 36, h->u.areq.compare);
-            put64(q + 44, h->u.areq.compare_mask);
+            emu_put_be32(q + EMU_WIRE_AREQ_OP, h->u.areq.op);
+            emu_put_be32(q + EMU_WIRE_AREQ_REQ_ID, h->u.areq.req_id);
+            emu_put_be32(q + EMU_WIRE_AREQ_STAG, h->u.areq.stag);
+            emu_put_be64(q + EMU_WIRE_AREQ_TO, h->u.areq.to);
+            emu_put_be64(q + EMU_WIRE_AREQ_ADD_SWAP, h->u.areq.add_swap);
+            emu_put_be64(q + EMU_WIRE_AREQ_ADD_SWAP_MASK, h->u.areq.add_swap_mask);
+            emu_put_be64(q + EMU_WIRE_AREQ_COMPARE, h->u.areq.compare);
+            emu_put_be64(q + EMU_WIRE_AREQ_COMPARE_MASK, h->u.areq.compare_mask);
             break;
         case EMU_OP_ATOMIC_RESP:
-            put32(q, h->u.aresp.req_id);
-            put64(q + 4, h->u.aresp.orig);
+            emu_put_be32(q + EMU_WIRE_ARESP_REQ_ID, h->u.aresp.req_id);
+            emu_put_be64(q + EMU_WIRE_ARESP_ORIG, h->u.aresp.orig);
             break;
         case EMU_OP_IMM:
         case EMU_OP_IMM_SE:
@@ -206,14 +177,14 @@ int emu_fpdu_build_hdr(const struct emu_ddp_hdr *h, uint32_t payload_len, uint8_
             break;
         case EMU_OP_TERMINATE: {
             const struct emu_term *t = &h->u.term;
-            q[0] = (uint8_t)(t->layer << 4 | t->etype);
-            q[1] = t->ecode;
-            q[2] = t->hdrct;
-            q[3] = 0;
-            q += 4;
+            q[EMU_WIRE_TERM_LAYER_ETYPE] = (uint8_t)(t->layer << 4 | t->etype);
+            q[EMU_WIRE_TERM_ECODE] = t->ecode;
+            q[EMU_WIRE_TERM_HDRCT] = t->hdrct;
+            q[EMU_WIRE_TERM_HDRCT + 1] = 0;
+            q += EMU_RDMAP_TERM_LEN;
             if (t->hdrct & (EMU_TERM_HDRCT_M | EMU_TERM_HDRCT_D)) {
-                put16(q, (t->hdrct & EMU_TERM_HDRCT_M) ? t->seg_len : 0);
-                q += 2;
+                emu_put_be16(q, (t->hdrct & EMU_TERM_HDRCT_M) ? t->seg_len : 0);
+                q += EMU_WIRE_TERM_SEG_LEN_BYTES;
             }
             if (t->hdrct & EMU_TERM_HDRCT_D) {
                 memcpy(q, t->ddp_hdr, t->ddp_hdr_len);
@@ -236,7 +207,7 @@ size_t emu_fpdu_build_trailer(const uint8_t *hdr, size_t hdr_len,
                               const struct iovec *payload, int iovcnt, bool crc_on,
                               uint8_t *trailer)
 {
-    unsigned pad = emu_fpdu_pad(get16(hdr));
+    unsigned pad = emu_fpdu_pad(emu_get_be16(hdr));
     memset(trailer, 0, EMU_FPDU_TRAILER_MAX);
     if (crc_on) {
         uint32_t c = emu_crc32c(0, hdr, hdr_len);
@@ -245,6 +216,36 @@ size_t emu_fpdu_build_trailer(const uint8_t *hdr, size_t hdr_len,
         emu_crc32c_put_le(trailer + pad, c);
     }
     return pad + EMU_FPDU_CRC_BYTES;
+}
+
+size_t emu_fpdu_build_ctrl(const struct emu_ddp_hdr *h, bool crc_on, uint8_t *buf, size_t cap)
+{
+    size_t hlen = 0;
+    if (cap < EMU_FPDU_TRAILER_MAX ||
+        emu_fpdu_build_hdr(h, 0, buf, cap - EMU_FPDU_TRAILER_MAX, &hlen) != EMU_DDP_OK)
+        return 0;
+    return hlen + emu_fpdu_build_trailer(buf, hlen, NULL, 0, crc_on, buf + hlen);
+}
+
+void emu_ddp_tagged0_hdr(struct emu_ddp_hdr *h, unsigned op, uint32_t stag, uint64_t to)
+{
+    memset(h, 0, sizeof *h);
+    h->opcode = (uint8_t)op;
+    h->tagged = true;
+    h->last = true;
+    h->stag = stag;
+    h->to = to;
+}
+
+void emu_ddp_read_rtr_hdr(struct emu_ddp_hdr *h)
+{
+    memset(h, 0, sizeof *h);
+    h->opcode = EMU_OP_READ_REQ;
+    h->last = true;
+    h->qn = EMU_QN_READ_REQ;
+    h->msn = 1;
+    h->u.rreq.sink_stag = 1;
+    h->u.rreq.src_stag = 1;
 }
 
 bool emu_fpdu_crc_ok(const struct iovec *fpdu, int iovcnt)
@@ -386,7 +387,7 @@ int emu_ddp_parse(const uint8_t *p, size_t avail, uint16_t ulpdu_len,
         return ulpdu_len < 2 ? EMU_DDP_E_SHORT_ULPDU : EMU_DDP_NEED_MORE;
     }
     memset(h, 0, sizeof *h);
-    uint8_t c0 = p[0], c1 = p[1];
+    uint8_t c0 = p[EMU_WIRE_DDP_CTRL], c1 = p[EMU_WIRE_RDMAP_CTRL];
     h->tagged = c0 & EMU_DDP_T;
     h->last = c0 & EMU_DDP_L;
     h->ddp_rsvd = (c0 & EMU_DDP_RSVD) >> 2;
@@ -412,12 +413,12 @@ int emu_ddp_parse(const uint8_t *p, size_t avail, uint16_t ulpdu_len,
             *need = hlen;
             return EMU_DDP_NEED_MORE;
         }
-        uint8_t hdrct = p[20];
+        uint8_t hdrct = p[EMU_DDP_UNTAGGED_HLEN + EMU_WIRE_TERM_HDRCT];
         if ((hdrct & EMU_TERM_HDRCT_R) && !(hdrct & EMU_TERM_HDRCT_D))
             return EMU_DDP_E_TERM_HDRCT;
         uint8_t dlen = 0;
         if (hdrct & EMU_TERM_HDRCT_D) {
-            size_t at = hlen + 2; /* first byte of the copied DDP header */
+            size_t at = hlen + EMU_WIRE_TERM_SEG_LEN_BYTES; /* first byte of the copied DDP header */
             if (ulpdu_len < at + 1)
                 return EMU_DDP_E_SHORT_ULPDU;
             if (avail < at + 1) {
@@ -439,17 +440,17 @@ int emu_ddp_parse(const uint8_t *p, size_t avail, uint16_t ulpdu_len,
     h->payload_len = ulpdu_len - (uint32_t)hlen;
 
     if (h->tagged) {
-        h->stag = get32(p + 2);
-        h->to = get64(p + 6);
+        h->stag = emu_get_be32(p + EMU_WIRE_DDP_T_STAG);
+        h->to = emu_get_be64(p + EMU_WIRE_DDP_T_TO);
         if (h->payload_len && h->to + h->payload_len - 1 < h->to)
             return EMU_DDP_E_TO_WRAP;
         return EMU_DDP_OK;
     }
 
-    h->inv_stag = op_has_inv(op) ? get32(p + 2) : 0;
-    h->qn = get32(p + 6);
-    h->msn = get32(p + 10);
-    h->mo = get32(p + 14);
+    h->inv_stag = op_has_inv(op) ? emu_get_be32(p + EMU_WIRE_DDP_U_INV_STAG) : 0;
+    h->qn = emu_get_be32(p + EMU_WIRE_DDP_U_QN);
+    h->msn = emu_get_be32(p + EMU_WIRE_DDP_U_MSN);
+    h->mo = emu_get_be32(p + EMU_WIRE_DDP_U_MO);
     if (h->qn != (uint32_t)emu_rdmap_op_qn(op))
         return EMU_DDP_E_QN;
     bool fixed = !emu_rdmap_op_has_payload(op);
@@ -476,29 +477,29 @@ int emu_ddp_parse(const uint8_t *p, size_t avail, uint16_t ulpdu_len,
     const uint8_t *q = p + EMU_DDP_UNTAGGED_HLEN;
     switch (op) {
     case EMU_OP_READ_REQ:
-        h->u.rreq.sink_stag = get32(q);
-        h->u.rreq.sink_to = get64(q + 4);
-        h->u.rreq.size = get32(q + 12);
-        h->u.rreq.src_stag = get32(q + 16);
-        h->u.rreq.src_to = get64(q + 20);
+        h->u.rreq.sink_stag = emu_get_be32(q + EMU_WIRE_RREQ_SINK_STAG);
+        h->u.rreq.sink_to = emu_get_be64(q + EMU_WIRE_RREQ_SINK_TO);
+        h->u.rreq.size = emu_get_be32(q + EMU_WIRE_RREQ_SIZE);
+        h->u.rreq.src_stag = emu_get_be32(q + EMU_WIRE_RREQ_SRC_STAG);
+        h->u.rreq.src_to = emu_get_be64(q + EMU_WIRE_RREQ_SRC_TO);
         break;
     case EMU_OP_ATOMIC_REQ: {
-        uint32_t w = get32(q);
+        uint32_t w = emu_get_be32(q + EMU_WIRE_AREQ_OP);
         h->u.areq.op = w & 0xF;
-        h->u.areq.req_id = get32(q + 4);
-        h->u.areq.stag = get32(q + 8);
-        h->u.areq.to = get64(q + 12);
-        h->u.areq.add_swap = get64(q + 20);
-        h->u.areq.add_swap_mask = get64(q + 28);
-        h->u.areq.compare = get64(q + 36);
-        h->u.areq.compare_mask = get64(q + 44);
+        h->u.areq.req_id = emu_get_be32(q + EMU_WIRE_AREQ_REQ_ID);
+        h->u.areq.stag = emu_get_be32(q + EMU_WIRE_AREQ_STAG);
+        h->u.areq.to = emu_get_be64(q + EMU_WIRE_AREQ_TO);
+        h->u.areq.add_swap = emu_get_be64(q + EMU_WIRE_AREQ_ADD_SWAP);
+        h->u.areq.add_swap_mask = emu_get_be64(q + EMU_WIRE_AREQ_ADD_SWAP_MASK);
+        h->u.areq.compare = emu_get_be64(q + EMU_WIRE_AREQ_COMPARE);
+        h->u.areq.compare_mask = emu_get_be64(q + EMU_WIRE_AREQ_COMPARE_MASK);
         if (h->u.areq.op != EMU_ATOMIC_FETCH_ADD && h->u.areq.op != EMU_ATOMIC_CMP_SWAP)
             return EMU_DDP_E_ATOMIC_OP;
         break;
     }
     case EMU_OP_ATOMIC_RESP:
-        h->u.aresp.req_id = get32(q);
-        h->u.aresp.orig = get64(q + 4);
+        h->u.aresp.req_id = emu_get_be32(q + EMU_WIRE_ARESP_REQ_ID);
+        h->u.aresp.orig = emu_get_be64(q + EMU_WIRE_ARESP_ORIG);
         break;
     case EMU_OP_IMM:
     case EMU_OP_IMM_SE:
@@ -506,17 +507,17 @@ int emu_ddp_parse(const uint8_t *p, size_t avail, uint16_t ulpdu_len,
         break;
     case EMU_OP_TERMINATE: {
         struct emu_term *t = &h->u.term;
-        t->layer = q[0] >> 4;
-        t->etype = q[0] & 0xF;
-        t->ecode = q[1];
-        t->hdrct = q[2] & (EMU_TERM_HDRCT_M | EMU_TERM_HDRCT_D | EMU_TERM_HDRCT_R);
-        q += 4;
+        t->layer = q[EMU_WIRE_TERM_LAYER_ETYPE] >> 4;
+        t->etype = q[EMU_WIRE_TERM_LAYER_ETYPE] & 0xF;
+        t->ecode = q[EMU_WIRE_TERM_ECODE];
+        t->hdrct = q[EMU_WIRE_TERM_HDRCT] & (EMU_TERM_HDRCT_M | EMU_TERM_HDRCT_D | EMU_TERM_HDRCT_R);
+        q += EMU_RDMAP_TERM_LEN;
         if (t->hdrct & (EMU_TERM_HDRCT_M | EMU_TERM_HDRCT_D)) {
-            t->seg_len = (t->hdrct & EMU_TERM_HDRCT_M) ? get16(q) : 0;
-            q += 2;
+            t->seg_len = (t->hdrct & EMU_TERM_HDRCT_M) ? emu_get_be16(q) : 0;
+            q += EMU_WIRE_TERM_SEG_LEN_BYTES;
         }
         if (t->hdrct & EMU_TERM_HDRCT_D) {
-            t->ddp_hdr_len = (q[0] & EMU_DDP_T) ? EMU_DDP_TAGGED_HLEN : EMU_DDP_UNTAGGED_HLEN;
+            t->ddp_hdr_len = (q[EMU_WIRE_DDP_CTRL] & EMU_DDP_T) ? EMU_DDP_TAGGED_HLEN : EMU_DDP_UNTAGGED_HLEN;
             memcpy(t->ddp_hdr, q, t->ddp_hdr_len);
             q += t->ddp_hdr_len;
         }
@@ -558,11 +559,11 @@ const char *emu_ddp_strerror(int err)
 
 void emu_rdmap_imm_from_u32(uint8_t imm[EMU_RDMAP_IMM_LEN], uint32_t v)
 {
-    put32(imm, v);
-    put32(imm + 4, 0);
+    emu_put_be32(imm, v);
+    emu_put_be32(imm + 4, 0);
 }
 
 uint32_t emu_rdmap_imm_to_u32(const uint8_t imm[EMU_RDMAP_IMM_LEN])
 {
-    return get32(imm);
+    return emu_get_be32(imm);
 }

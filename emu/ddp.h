@@ -228,6 +228,18 @@ int emu_fpdu_build_hdr(const struct emu_ddp_hdr *h, uint32_t payload_len,
  * whose header (starting at ULPDU_Length) is hdr[0..hdr_len) and whose
  * payload is the iovecs (their total must be ULPDU_Length - header). With
  * crc_on false the CRC field is zero. Returns the trailer length (4..7). */
+/* Control FPDUs (no payload) whole into buf (cap >= EMU_FPDU_HDR_MAX +
+ * EMU_FPDU_TRAILER_MAX is always enough): header, pad, CRC (when crc_on).
+ * Returns the FPDU's length, 0 if h cannot be built. The one builder of
+ * the handshake's RTR FPDUs, their Read Response and the conn's LLP
+ * Terminate (emu/conn.c). */
+size_t emu_fpdu_build_ctrl(const struct emu_ddp_hdr *h, bool crc_on, uint8_t *buf, size_t cap);
+/* Headers of the control FPDUs: a tagged zero-length message (RTR Write:
+ * STag 1 TO 0; the Read Response answering a Read RTR) and the Read RTR
+ * (zero-length Read Request, MSN 1 on queue 1, STags 1; RFC 6581). */
+void emu_ddp_tagged0_hdr(struct emu_ddp_hdr *h, unsigned op, uint32_t stag, uint64_t to);
+void emu_ddp_read_rtr_hdr(struct emu_ddp_hdr *h);
+
 size_t emu_fpdu_build_trailer(const uint8_t *hdr, size_t hdr_len,
                               const struct iovec *payload, int iovcnt,
                               bool crc_on, uint8_t *trailer);

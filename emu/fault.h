@@ -21,10 +21,10 @@
  *   refuse=T     an outgoing connect is refused:
  *                DAT_CONNECTION_EVENT_NON_PEER_REJECTED
  *   connect_delay_ms=N  every outgoing connect starts N ms late
- *   drop=T       a received frame (FPDU) breaks its connection, as a
- *                transport failure: DAT_CONNECTION_EVENT_BROKEN, every
- *                outstanding DTO DAT_DTO_ERR_FLUSHED (the peer sees the
- *                connection reset)
+ *   drop=T       a received frame (FPDU) breaks its connection, as an
+ *                RNIC failure (Terminate LLP catastrophic to the peer):
+ *                DAT_CONNECTION_EVENT_BROKEN, every outstanding DTO
+ *                DAT_DTO_ERR_FLUSHED
  *   crc=T        a sent FPDU carries a wrong CRC (on connections with CRC
  *                in use, SOFTDAT_CRC=on): the peer terminates (MPA CRC
  *                error) and both sides see the connection break

@@ -784,45 +784,6 @@ void emu_mem_put(struct emu_mem_ref *ref)
 
 /* ------------------------------------------------------------ mappings */
 
-struct emu_mem_term emu_mem_term_code(enum emu_mem_status st, enum emu_mem_op op)
-{
-    struct emu_mem_term tc = {0, 0, 0};
-    if (st == EMU_MEM_OK)
-        return tc;
-    if (op == EMU_MEM_OP_INVALIDATE) {
-        /* Protection failures are remote-protection errors; an unknown or
-         * non-invalidatable STag is an operation error. Same code. */
-        tc.layer = 0;
-        tc.etype = (st == EMU_MEM_E_PZ || st == EMU_MEM_E_SCOPE) ? 1 : 2;
-        tc.ecode = 0x09;
-        return tc;
-    }
-    if (op == EMU_MEM_OP_WRITE) {   /* DDP tagged buffer */
-        tc.layer = 1;
-        tc.etype = 1;
-        switch (st) {
-        case EMU_MEM_E_BOUNDS: tc.ecode = 0x01; break;
-        case EMU_MEM_E_PZ:
-        case EMU_MEM_E_SCOPE: tc.ecode = 0x02; break;
-        case EMU_MEM_E_TO_WRAP: tc.ecode = 0x03; break;
-        default: tc.ecode = 0x00; break; /* DDP has no access-rights code */
-        }
-        return tc;
-    }
-    tc.layer = 0;                   /* RDMAP remote protection */
-    tc.etype = 1;
-    switch (st) {
-    case EMU_MEM_E_STAG: tc.ecode = 0x00; break;
-    case EMU_MEM_E_BOUNDS: tc.ecode = 0x01; break;
-    case EMU_MEM_E_ACCESS: tc.ecode = 0x02; break;
-    case EMU_MEM_E_PZ:
-    case EMU_MEM_E_SCOPE: tc.ecode = 0x03; break;
-    case EMU_MEM_E_TO_WRAP: tc.ecode = 0x04; break;
-    default: tc.ecode = 0xFF; break;
-    }
-    return tc;
-}
-
 enum emu_mem_local_err emu_mem_local_class(enum emu_mem_status st)
 {
     switch (st) {

@@ -244,7 +244,8 @@ struct emu_mem_term {
 /* The Terminate a data sink/responder sends for failure st of op.
  * WRITE: DDP tagged-buffer codes; READ/ATOMIC: RDMAP remote-protection
  * codes; INVALIDATE: RDMAP "STag cannot be invalidated" (etype 1 for PZ /
- * scope failures, 2 otherwise). EMU_MEM_OK gives {0,0,0}. */
+ * scope failures, 2 otherwise). EMU_MEM_OK gives {0,0,0}. Defined in
+ * emu/terminate.c, beside the other Terminate codes. */
 struct emu_mem_term emu_mem_term_code(enum emu_mem_status st, enum emu_mem_op op);
 
 /* Local check failures, as the provider reports them. */

@@ -2,6 +2,7 @@
  * Choices (RTR type, CRC rule, IRD/ORD clamping) are documented in
  * docs/wire.md. */
 #include "emu/mpa.h"
+#include "emu/wire.h"
 
 #include <string.h>
 #include <strings.h>
@@ -10,17 +11,6 @@ static const char key_req[EMU_MPA_KEY_LEN] = {'M', 'P', 'A', ' ', 'I', 'D', ' ',
                                               'e', 'q', ' ', 'F', 'r', 'a', 'm', 'e'};
 static const char key_rep[EMU_MPA_KEY_LEN] = {'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R',
                                               'e', 'p', ' ', 'F', 'r', 'a', 'm', 'e'};
-
-static inline uint16_t get16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
 
 static inline uint16_t clamp_iro(uint32_t v)
 {
@@ -49,11 +39,11 @@ int emu_mpa_encode(const struct emu_mpa_frame *f, uint8_t *buf, size_t cap,
     if (!buf || cap < EMU_MPA_HDR_LEN + pdl)
         return EMU_MPA_E_NOSPACE;
     memcpy(buf, f->kind == EMU_MPA_REQUEST ? key_req : key_rep, EMU_MPA_KEY_LEN);
-    buf[16] = (uint8_t)((f->markers ? EMU_MPA_FLAG_M : 0) | (f->crc ? EMU_MPA_FLAG_C : 0) |
+    buf[EMU_WIRE_MPA_FLAGS] = (uint8_t)((f->markers ? EMU_MPA_FLAG_M : 0) | (f->crc ? EMU_MPA_FLAG_C : 0) |
                         (f->reject ? EMU_MPA_FLAG_R : 0) |
                         (f->enhanced ? EMU_MPA_FLAG_ENH : 0));
-    buf[17] = f->rev;
-    put16(buf + 18, (uint16_t)pdl);
+    buf[EMU_WIRE_MPA_REV] = f->rev;
+    emu_put_be16(buf + EMU_WIRE_MPA_PD_LEN, (uint16_t)pdl);
     uint8_t *p = buf + EMU_MPA_HDR_LEN;
     if (f->enhanced) {
         uint16_t ird = f->ird & EMU_MPA_V2_VAL, ord = f->ord & EMU_MPA_V2_VAL;
@@ -65,8 +55,8 @@ int emu_mpa_encode(const struct emu_mpa_frame *f, uint8_t *buf, size_t cap,
             ord |= EMU_MPA_V2_RTR_WRITE;
         if (f->rtr & EMU_MPA_RTR_READ)
             ord |= EMU_MPA_V2_RTR_READ;
-        put16(p, ird);
-        put16(p + 2, ord);
+        emu_put_be16(p + EMU_WIRE_MPA_V2_IRD, ird);
+        emu_put_be16(p + EMU_WIRE_MPA_V2_ORD, ord);
         p += EMU_MPA_V2_LEN;
     }
     if (f->pd_len)
@@ -88,9 +78,9 @@ int emu_mpa_parse_header(const uint8_t *buf, size_t len, enum emu_mpa_kind expec
                                                         : EMU_MPA_E_KEY;
     if (!max_rev)
         max_rev = 2;
-    if (buf[17] < 1 || buf[17] > max_rev)
+    if (buf[EMU_WIRE_MPA_REV] < 1 || buf[EMU_WIRE_MPA_REV] > max_rev)
         return EMU_MPA_E_REV;
-    uint16_t pdl = get16(buf + 18);
+    uint16_t pdl = emu_get_be16(buf + EMU_WIRE_MPA_PD_LEN);
     if (!pd_limit || pd_limit > EMU_MPA_PD_MAX)
         pd_limit = EMU_MPA_PD_MAX;
     if (pdl > pd_limit)
@@ -110,9 +100,9 @@ int emu_mpa_parse(const uint8_t *buf, size_t len, enum emu_mpa_kind expect,
     if (len < EMU_MPA_HDR_LEN + pdl)
         return EMU_MPA_E_SHORT;
     memset(f, 0, sizeof *f);
-    uint8_t fl = buf[16];
+    uint8_t fl = buf[EMU_WIRE_MPA_FLAGS];
     f->kind = expect;
-    f->rev = buf[17];
+    f->rev = buf[EMU_WIRE_MPA_REV];
     f->markers = fl & EMU_MPA_FLAG_M;
     f->crc = fl & EMU_MPA_FLAG_C;
     f->reject = fl & EMU_MPA_FLAG_R;
@@ -131,7 +121,8 @@ int emu_mpa_parse(const uint8_t *buf, size_t len, enum emu_mpa_kind expect,
         f->enhanced = false;
     }
     if (f->enhanced) {
-        uint16_t ird = get16(p), ord = get16(p + 2);
+        uint16_t ird = emu_get_be16(p + EMU_WIRE_MPA_V2_IRD);
+        uint16_t ord = emu_get_be16(p + EMU_WIRE_MPA_V2_ORD);
         f->p2p = ird & EMU_MPA_V2_P2P;
         f->rtr = ((ird & EMU_MPA_V2_RTR_SEND) ? EMU_MPA_RTR_SEND : 0) |
                  ((ord & EMU_MPA_V2_RTR_WRITE) ? EMU_MPA_RTR_WRITE : 0) |

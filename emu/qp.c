@@ -75,7 +75,7 @@ void qp_fatal(struct emu_qp *qp, bool remote, const struct emu_term *t, int err)
         qp->ops.fatal(qp->a.ctx, &f);
 }
 
-/* sq_lock held. Completes one send-queue WR (callback), then frees the
+/* tx.lock held. Completes one send-queue WR (callback), then frees the
  * slots at the head that are done, so the ring stays in post order. */
 void qp_sq_report(struct emu_qp *qp, uint32_t idx, enum emu_wc_status st, uint32_t len)
 {
@@ -95,57 +95,91 @@ void qp_sq_report(struct emu_qp *qp, uint32_t idx, enum emu_wc_status st, uint32
         cqe.bound_stag = w->sink_stag;
     if (qp->ops.send_done)
         qp->ops.send_done(qp->a.ctx, &cqe);
-    while (qp->sq_head != qp->sq_tx && sq_at(qp, qp->sq_head)->st == WQ_DONE)
-        qp->sq_head++;
+    while (qp->tx.sq_head != qp->tx.sq_tx && sq_at(qp, qp->tx.sq_head)->st == WQ_DONE)
+        qp->tx.sq_head++;
 }
 
-/* sq_lock held. The peer has placed everything sent before SQ index upto
+/* tx.lock held. The peer has placed everything sent before SQ index upto
  * (a Read Response, which it sends only after processing what came
  * before the Request, or a Terminate about a later WR): the Sends and
  * Writes waiting for that complete, in post order. */
 void qp_sq_confirm(struct emu_qp *qp, uint32_t upto)
 {
-    for (uint32_t i = qp->sq_head; i != upto && i != qp->sq_tx && qp->unacked > 0; i++) {
+    for (uint32_t i = qp->tx.sq_head; i != upto && i != qp->tx.sq_tx && qp->tx.unacked > 0; i++) {
         struct sq_wqe *w = sq_at(qp, i);
         if (w->st != WQ_ACK)
             continue;
-        qp->unacked--;
+        qp->tx.unacked--;
         qp_sq_report(qp, i, EMU_WC_SUCCESS, (uint32_t)w->len);
     }
 }
 
-/* rx_lock held. Next posted receive (private ring or SRQ). */
+/* ---- receive rings (a QP's own, an SRQ's): the lock held ---- */
+
+static int ring_push(struct rq_ring *r, uint32_t max_sge, uint64_t cookie, uint32_t nsge,
+                     const struct emu_sge *sge)
+{
+    if (nsge > max_sge || (nsge && !sge))
+        return -EINVAL;
+    if (r->tail - r->head >= r->cap)
+        return -ENOSPC;
+    struct rq_wqe *w = &r->ring[r->tail % r->cap];
+    w->cookie = cookie;
+    w->nsge = nsge;
+    w->len = 0;
+    for (uint32_t i = 0; i < nsge; i++) {
+        w->sge[i] = sge[i];
+        w->len += sge[i].len;
+    }
+    r->tail++;
+    return 0;
+}
+
+static bool ring_pop(struct rq_ring *r, struct rq_wqe *out)
+{
+    if (r->tail == r->head)
+        return false;
+    *out = r->ring[r->head % r->cap];
+    r->head++;
+    return true;
+}
+
+/* rx.lock held. Next posted receive (private ring or SRQ). */
 bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out)
 {
     struct emu_srq *s = qp->a.srq;
     if (s) {
         bool fire = false;
-        pthread_mutex_lock(&s->lock);
-        bool ok = s->tail != s->head;
-        if (ok) {
-            *out = s->ring[s->head % s->cap];
-            s->head++;
-            if (s->lw && s->lw_armed && s->tail - s->head < s->lw) {
-                s->lw_armed = false;
-                fire = true;
-            }
+        pthread_mutex_lock(&s->rq.lock);
+        bool ok = ring_pop(&s->rq, out);
+        if (ok && s->lw && s->lw_armed && s->rq.tail - s->rq.head < s->lw) {
+            s->lw_armed = false;
+            fire = true;
         }
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->rq.lock);
         if (fire && s->lw_hit)
             s->lw_hit(s->ctx);
         return ok;
     }
-    pthread_mutex_lock(&qp->rq_lock);
-    bool ok = qp->rq_tail != qp->rq_head;
-    if (ok) {
-        *out = qp->rq[qp->rq_head % qp->rq_cap];
-        qp->rq_head++;
-    }
-    pthread_mutex_unlock(&qp->rq_lock);
+    pthread_mutex_lock(&qp->rq.lock);
+    bool ok = ring_pop(&qp->rq, out);
+    pthread_mutex_unlock(&qp->rq.lock);
     return ok;
 }
 
 /* ---------------------------------------------------------------- lifecycle */
+
+static void qp_free(struct emu_qp *qp)
+{
+    free(qp->irq.ent);
+    free(qp->tx.tb.stage);
+    free(qp->tx.sq);
+    free(qp->tx.sq_sge);
+    free(qp->orq.ent);
+    free(qp->rx.pf);
+    free(qp->rq.ring);
+    free(qp);
+}
 
 int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out)
 {
@@ -167,32 +201,27 @@ int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out)
         qp->a.rnr_timer_us = EMU_QP_RNR_TIMER_US;
     if (qp->a.rnr_retry > EMU_QP_RNR_INFINITE)
         qp->a.rnr_retry = EMU_QP_RNR_INFINITE;
-    qp->sq_cap = a->max_send_wr;
-    qp->sq = calloc(qp->sq_cap, sizeof *qp->sq);
-    qp->sq_sge = calloc((size_t)qp->sq_cap * qp->a.max_sge, sizeof *qp->sq_sge);
-    qp->rd_cap = qp->sq_cap + QP_PROBES_MAX; /* every SQ entry a Read, plus the probes */
-    qp->rd_fifo = calloc(qp->rd_cap, sizeof *qp->rd_fifo);
-    qp->pf = malloc(QP_PF_SIZE);
+    qp->tx.sq_cap = a->max_send_wr;
+    qp->tx.sq = calloc(qp->tx.sq_cap, sizeof *qp->tx.sq);
+    qp->tx.sq_sge = calloc((size_t)qp->tx.sq_cap * qp->a.max_sge, sizeof *qp->tx.sq_sge);
+    qp->orq.cap = qp->tx.sq_cap + QP_PROBES_MAX; /* every SQ entry a Read, plus the probes */
+    qp->orq.ent = calloc(qp->orq.cap, sizeof *qp->orq.ent);
+    qp->rx.pf = malloc(QP_PF_SIZE);
     if (!a->srq) {
-        qp->rq_cap = a->max_recv_wr;
-        qp->rq = calloc(qp->rq_cap, sizeof *qp->rq);
+        qp->rq.cap = a->max_recv_wr;
+        qp->rq.ring = calloc(qp->rq.cap, sizeof *qp->rq.ring);
     }
-    if (!qp->sq || !qp->sq_sge || !qp->rd_fifo || !qp->pf || (!a->srq && !qp->rq)) {
-        free(qp->sq);
-        free(qp->sq_sge);
-        free(qp->rd_fifo);
-        free(qp->pf);
-        free(qp->rq);
-        free(qp);
+    if (!qp->tx.sq || !qp->tx.sq_sge || !qp->orq.ent || !qp->rx.pf || (!a->srq && !qp->rq.ring)) {
+        qp_free(qp);
         return -ENOMEM;
     }
-    for (uint32_t i = 0; i < qp->sq_cap; i++)
-        qp->sq[i].sge = qp->sq_sge + (size_t)i * qp->a.max_sge;
-    pthread_mutex_init(&qp->sq_lock, NULL);
-    pthread_mutex_init(&qp->rx_lock, NULL);
-    pthread_mutex_init(&qp->rq_lock, NULL);
-    qp->rx_fd = -1;
-    qp->read_seq = (uint32_t)(((uintptr_t)qp >> 4) & 0xFFFF);
+    for (uint32_t i = 0; i < qp->tx.sq_cap; i++)
+        qp->tx.sq[i].sge = qp->tx.sq_sge + (size_t)i * qp->a.max_sge;
+    pthread_mutex_init(&qp->tx.lock, NULL);
+    pthread_mutex_init(&qp->rx.lock, NULL);
+    pthread_mutex_init(&qp->rq.lock, NULL);
+    qp->rx.fd = -1;
+    qp->tx.read_seq = (uint32_t)(((uintptr_t)qp >> 4) & 0xFFFF);
     if (a->srq)
         atomic_fetch_add(&a->srq->users, 1);
     emu_qp_reset(qp);
@@ -207,58 +236,56 @@ void emu_qp_destroy(struct emu_qp *qp)
     emu_qp_flush(qp);
     if (qp->a.srq)
         atomic_fetch_sub(&qp->a.srq->users, 1);
-    pthread_mutex_destroy(&qp->sq_lock);
-    pthread_mutex_destroy(&qp->rx_lock);
-    pthread_mutex_destroy(&qp->rq_lock);
-    free(qp->irq);
-    free(qp->tb.stage);
-    free(qp->sq);
-    free(qp->sq_sge);
-    free(qp->rd_fifo);
-    free(qp->pf);
-    free(qp->rq);
-    free(qp);
+    pthread_mutex_destroy(&qp->tx.lock);
+    pthread_mutex_destroy(&qp->rx.lock);
+    pthread_mutex_destroy(&qp->rq.lock);
+    qp_free(qp);
+}
+
+/* Both locks held: nothing in flight in either read queue, nothing being
+ * cut or written (reset, flush). */
+static void tx_clear(struct emu_qp *qp)
+{
+    irq_clear(qp);
+    qp->orq.reads_out = 0;
+    qp->orq.head = qp->orq.tail = 0;
+    qp->orq.probes_out = 0;
+    qp->tx.unacked = 0;
+    qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
+    memset(&qp->tx.cur, 0, sizeof qp->tx.cur);
+    qp_tx_batch_reset(&qp->tx.tb);
 }
 
 int emu_qp_reset(struct emu_qp *qp)
 {
     if (!qp)
         return -EINVAL;
-    pthread_mutex_lock(&qp->rx_lock);
-    pthread_mutex_lock(&qp->sq_lock);
-    if (qp->c) {
-        pthread_mutex_unlock(&qp->sq_lock);
-        pthread_mutex_unlock(&qp->rx_lock);
+    pthread_mutex_lock(&qp->rx.lock);
+    pthread_mutex_lock(&qp->tx.lock);
+    if (qp->link.c) {
+        pthread_mutex_unlock(&qp->tx.lock);
+        pthread_mutex_unlock(&qp->rx.lock);
         return -EBUSY;
     }
-    qp->tx_dead = qp->want_tx = qp->disc_pending = qp->disc_done = false;
-    qp->tx_hold = false;
-    qp->term_pending = false;
+    qp->tx.dead = qp->tx.want_tx = qp->tx.disc_pending = qp->tx.disc_done = false;
+    qp->tx.hold = false;
+    qp->tx.term_pending = false;
     for (int i = 0; i < EMU_QN_COUNT; i++)
-        qp->tx_msn[i] = 1;
-    qp->reads_out = 0;
-    qp->rd_head = qp->rd_tail = 0;
-    qp->unacked = 0;
-    qp->ack_tail = qp->covered = qp->sq_tail;
-    qp->probes_out = 0;
-    qp->probes = 0;
-    qp->irq_head = qp->irq_tx = qp->irq_tail = 0;
-    memset(&qp->cur, 0, sizeof qp->cur);
-    qp->tb.niov = qp->tb.iov_pos = qp->tb.nrec = qp->tb.rec_pos = 0;
-    qp->tb.rec_done = qp->tb.bytes = 0;
-    qp->tb.stage_used = 0;
-    qp->tx_bytes = qp->tx_fpdus = 0;
-    qp->ird = qp->a.ird;
-    qp->ord = qp->a.ord;
-    qp->caps = qp->a.rfc7306 ? EMU_CONN_CAPS_LOCAL : 0;
-    pthread_mutex_unlock(&qp->sq_lock);
+        qp->tx.msn[i] = 1;
+    tx_clear(qp);
+    qp->orq.probes = 0;
+    qp->tx.bytes = qp->tx.fpdus = 0;
+    qp->link.ird = qp->a.ird;
+    qp->link.ord = qp->a.ord;
+    qp->link.caps = qp->a.rfc7306 ? EMU_CONN_CAPS_LOCAL : 0;
+    pthread_mutex_unlock(&qp->tx.lock);
     qp_rx_reset(qp);
-    qp->rx_dead = false;
-    qp->rx_err = 0;
-    qp->rx_bytes = qp->rx_fpdus = 0;
-    qp->rnr_stalls = 0;
+    qp->rx.dead = false;
+    qp->rx.err = 0;
+    qp->rx.bytes = qp->rx.fpdus = 0;
+    qp->rx.rnr_stalls = 0;
     atomic_store(&qp->fatal_sent, false);
-    pthread_mutex_unlock(&qp->rx_lock);
+    pthread_mutex_unlock(&qp->rx.lock);
     return 0;
 }
 
@@ -289,61 +316,61 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
             return -ENOMEM;
         }
     }
-    pthread_mutex_lock(&qp->rx_lock);
-    pthread_mutex_lock(&qp->sq_lock);
-    if (qp->c || qp->rx_attached) {
-        pthread_mutex_unlock(&qp->sq_lock);
-        pthread_mutex_unlock(&qp->rx_lock);
+    pthread_mutex_lock(&qp->rx.lock);
+    pthread_mutex_lock(&qp->tx.lock);
+    if (qp->link.c || qp->rx.attached) {
+        pthread_mutex_unlock(&qp->tx.lock);
+        pthread_mutex_unlock(&qp->rx.lock);
         free(irq);
         free(stage);
         return -EBUSY;
     }
-    if (stage && !qp->tb.stage) {
-        qp->tb.stage = stage;
+    if (stage && !qp->tx.tb.stage) {
+        qp->tx.tb.stage = stage;
         stage = NULL;
     }
     free(stage); /* a reused QP keeps its first one */
-    qp->c = c;
-    qp->conn_id = conn_id;
-    qp->crc = info.crc;
-    qp->ird = info.ird;
-    qp->ord = info.ord;
-    free(qp->irq);
-    qp->irq = irq;
-    qp->irq_cap = icap;
-    qp->irq_head = qp->irq_tx = qp->irq_tail = 0;
-    qp->mulpdu = env_fpdu_max();
+    qp->link.c = c;
+    qp->link.conn_id = conn_id;
+    qp->link.crc = info.crc;
+    qp->link.ird = info.ird;
+    qp->link.ord = info.ord;
+    free(qp->irq.ent);
+    qp->irq.ent = irq;
+    qp->irq.cap = icap;
+    irq_clear(qp);
+    qp->link.mulpdu = env_fpdu_max();
     /* A Read RTR used MSN 1 of queue 1 from the initiator (RFC 6581). */
     if (info.rtr == EMU_MPA_RTR_READ && info.initiator)
-        qp->tx_msn[EMU_QN_READ_REQ] = 2;
-    qp->term_pending = qp->tx_dead = false;
-    qp->tx_hold = info.recv_first;
+        qp->tx.msn[EMU_QN_READ_REQ] = 2;
+    qp->tx.term_pending = qp->tx.dead = false;
+    qp->tx.hold = info.recv_first;
     /* RFC 7306 opcodes only towards a peer that offered them in its
      * capability marker (wire.md §2.6), or when the owner says so. */
-    qp->caps = qp->a.rfc7306 ? EMU_CONN_CAPS_LOCAL : info.caps & EMU_CONN_CAPS_LOCAL;
-    pthread_mutex_unlock(&qp->sq_lock);
+    qp->link.caps = qp->a.rfc7306 ? EMU_CONN_CAPS_LOCAL : info.caps & EMU_CONN_CAPS_LOCAL;
+    pthread_mutex_unlock(&qp->tx.lock);
 
     qp_rx_reset(qp);
-    qp->peer_probes = info.peer_probes;
+    qp->rx.peer_probes = info.peer_probes;
     if (info.rtr == EMU_MPA_RTR_READ && !info.initiator)
-        qp->ddp.q[EMU_QN_READ_REQ].msn = 2;
-    qp->rx_release_tx = info.recv_first;
-    qp->rx_fd = dfd;
-    qp->rx_attached = true;
-    atomic_store(&qp->poll_off, false);
-    atomic_store(&qp->poll_until_us, 0);
-    atomic_store(&qp->engine_parked, false);
+        qp->rx.ddp.q[EMU_QN_READ_REQ].msn = 2;
+    qp->rx.release_tx = info.recv_first;
+    qp->rx.fd = dfd;
+    qp->rx.attached = true;
+    atomic_store(&qp->poll.off, false);
+    atomic_store(&qp->poll.until_us, 0);
+    atomic_store(&qp->poll.engine_parked, false);
     /* An RNR stall looks again every rnr_timer_us (IB's RNR NAK timer). */
     emu_conn_set_rx_retry(c, qp->a.rnr_timer_us);
-    qp->rx_dead = false;
-    qp->rx_err = 0;
-    pthread_mutex_unlock(&qp->rx_lock);
+    qp->rx.dead = false;
+    qp->rx.err = 0;
+    pthread_mutex_unlock(&qp->rx.lock);
 
-    pthread_mutex_lock(&qp->sq_lock);
+    pthread_mutex_lock(&qp->tx.lock);
     qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_unlock(&qp->tx.lock);
     SD_DBG("qp", "%p attached: crc %d ird %u ord %u fpdu %u rfc7306 caps %#x", (void *)qp,
-           info.crc, info.ird, info.ord, qp->mulpdu, qp->caps);
+           info.crc, info.ird, info.ord, qp->link.mulpdu, qp->link.caps);
     return 0;
 }
 
@@ -351,9 +378,9 @@ void emu_qp_detach(struct emu_qp *qp)
 {
     if (!qp)
         return;
-    pthread_mutex_lock(&qp->rx_lock);
-    qp->rx_fd = -1;
-    pthread_mutex_unlock(&qp->rx_lock);
+    pthread_mutex_lock(&qp->rx.lock);
+    qp->rx.fd = -1;
+    pthread_mutex_unlock(&qp->rx.lock);
 }
 
 /* The polling thread's clock (emu_now_us) when its last polling pass or
@@ -385,94 +412,133 @@ static void poll_note_busy(void)
  * loop's time.) */
 void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
 {
-    if (!qp || atomic_load_explicit(&qp->poll_off, memory_order_relaxed))
+    if (!qp || atomic_load_explicit(&qp->poll.off, memory_order_relaxed))
         return;
     static _Thread_local char self;
     uintptr_t me = (uintptr_t)&self;
-    bool same = atomic_exchange_explicit(&qp->poll_thread, me, memory_order_relaxed) == me;
+    bool same = atomic_exchange_explicit(&qp->poll.thread, me, memory_order_relaxed) == me;
     if (!same || tl_poll_idle_from == 0 || now - tl_poll_idle_from > QP_POLL_GAP_US)
-        atomic_store_explicit(&qp->poll_since_us, now, memory_order_relaxed);
-    if (now - atomic_load_explicit(&qp->poll_since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
-        atomic_store_explicit(&qp->poll_until_us, now + usec, memory_order_relaxed);
+        atomic_store_explicit(&qp->poll.since_us, now, memory_order_relaxed);
+    if (now - atomic_load_explicit(&qp->poll.since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
+        atomic_store_explicit(&qp->poll.until_us, now + usec, memory_order_relaxed);
 }
 
 void emu_qp_poll_release(struct emu_qp *qp)
 {
-    if (!qp || atomic_load_explicit(&qp->poll_until_us, memory_order_relaxed) == 0)
+    if (!qp || atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed) == 0)
         return;
-    atomic_store_explicit(&qp->poll_until_us, 0, memory_order_relaxed);
-    atomic_store_explicit(&qp->poll_thread, 0, memory_order_relaxed); /* the next poller earns anew */
-    if (!atomic_load_explicit(&qp->engine_parked, memory_order_relaxed))
+    atomic_store_explicit(&qp->poll.until_us, 0, memory_order_relaxed);
+    atomic_store_explicit(&qp->poll.thread, 0, memory_order_relaxed); /* the next poller earns anew */
+    if (!atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
         return;
-    pthread_mutex_lock(&qp->sq_lock);
-    if (qp->c)
-        emu_conn_rx_kick(qp->c);
-    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
+    if (qp->link.c)
+        emu_conn_rx_kick(qp->link.c);
+    pthread_mutex_unlock(&qp->tx.lock);
 }
 
 /* Engine thread: a consumer polls this QP. Pause reading until its lease
  * runs out (it may renew it meanwhile: then pause again). */
 static bool leased_to_consumer(struct emu_qp *qp)
 {
-    uint64_t until = atomic_load_explicit(&qp->poll_until_us, memory_order_relaxed);
+    uint64_t until = atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed);
     if (until == 0)
         return false;
     uint64_t now = emu_now_us();
     if (now >= until)
         return false;
-    pthread_mutex_lock(&qp->sq_lock);
-    struct emu_conn *c = qp->c;
+    pthread_mutex_lock(&qp->tx.lock);
+    struct emu_conn *c = qp->link.c;
     if (c)
         emu_conn_set_rx_retry(c, (uint32_t)(until - now) + 1);
-    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_unlock(&qp->tx.lock);
     return c != NULL;
 }
 
 bool qp_engine_parked(struct emu_qp *qp)
 {
-    return atomic_load_explicit(&qp->engine_parked, memory_order_relaxed) &&
-           atomic_load_explicit(&qp->poll_until_us, memory_order_relaxed) > emu_now_us();
+    return atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed) &&
+           atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed) > emu_now_us();
 }
 
 static void flush_deferred(struct emu_qp *qp)
 {
     /* Polled without pause: look before taking the lock. */
-    if (!atomic_load_explicit(&qp->irq_deferred, memory_order_relaxed))
+    if (!atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
         return;
-    pthread_mutex_lock(&qp->sq_lock);
-    if (atomic_load_explicit(&qp->irq_deferred, memory_order_relaxed) && !qp->want_tx)
+    pthread_mutex_lock(&qp->tx.lock);
+    if (atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed) && !qp->tx.want_tx)
         qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_unlock(&qp->tx.lock);
+}
+
+/* The engine's pass (rx.lock held). A failure is returned to the conn,
+ * which breaks the connection; an RNR stall pauses reading and looks again
+ * after the RNR timer. */
+static int engine_rx_run(struct emu_qp *qp, int fd)
+{
+    int rc = qp_rx_run(qp, fd);
+    if (rc != QP_RX_STALL)
+        return rc;
+    if (qp->link.c) /* stable under rx.lock (struct qp_link) */
+        emu_conn_set_rx_retry(qp->link.c, qp->a.rnr_timer_us);
+    return EMU_RX_PAUSE;
+}
+
+/* A consumer thread's pass (rx.lock held). It has no rx hook to return an
+ * error to: a protocol failure (qp_rx_fail ran, rx.dead is set) asks the
+ * conn to fail, a socket error marks the receive side dead (the engine
+ * reports it). An RNR stall is left to the engine, once per stall: the
+ * engine may have no readable bytes to wake it. */
+static int consumer_rx_run(struct emu_qp *qp)
+{
+    int rc = qp_rx_run(qp, qp->rx.fd);
+    if (rc == QP_RX_STALL) {
+        if (!qp->rx.rnr_kicked) {
+            qp->rx.rnr_kicked = true;
+            if (qp->link.c)
+                emu_conn_rx_kick(qp->link.c);
+        }
+        return EMU_RX_OK;
+    }
+    if (rc < 0 && qp->rx.dead) {
+        if (qp->link.c)
+            emu_conn_fail(qp->link.c, -rc);
+    } else if (rc < 0) {
+        qp->rx.dead = true;
+        qp->rx.err = rc;
+    }
+    return rc;
 }
 
 int emu_qp_rx(struct emu_qp *qp, int fd)
 {
     flush_deferred(qp);
     if (leased_to_consumer(qp)) {
-        atomic_store_explicit(&qp->engine_parked, true, memory_order_relaxed);
+        atomic_store_explicit(&qp->poll.engine_parked, true, memory_order_relaxed);
         return EMU_RX_PAUSE;
     }
-    atomic_store_explicit(&qp->engine_parked, false, memory_order_relaxed);
-    pthread_mutex_lock(&qp->rx_lock);
+    atomic_store_explicit(&qp->poll.engine_parked, false, memory_order_relaxed);
+    pthread_mutex_lock(&qp->rx.lock);
     int rc;
-    if (qp->rx_dead)
-        rc = qp->rx_err ? qp->rx_err : -EPROTO;
-    else if (!qp->rx_attached)
+    if (qp->rx.dead)
+        rc = qp->rx.err ? qp->rx.err : -EPROTO;
+    else if (!qp->rx.attached)
         rc = EMU_RX_OK;
     else
-        rc = qp_rx_run(qp, fd, true);
-    pthread_mutex_unlock(&qp->rx_lock);
+        rc = engine_rx_run(qp, fd);
+    pthread_mutex_unlock(&qp->rx.lock);
     return rc;
 }
 
 void emu_qp_tx(struct emu_qp *qp)
 {
-    pthread_mutex_lock(&qp->sq_lock);
-    qp->want_tx = false;
-    if (qp->c)
-        emu_conn_want_tx(qp->c, false);
+    pthread_mutex_lock(&qp->tx.lock);
+    qp->tx.want_tx = false;
+    if (qp->link.c)
+        emu_conn_want_tx(qp->link.c, false);
     qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_unlock(&qp->tx.lock);
 }
 
 #define QP_POLL_MANY 16u  /* emu_qp_progress_many: more QPs than this, one by one */
@@ -490,7 +556,7 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
     }
     struct pollfd pfd[QP_POLL_MANY];
     for (unsigned i = 0; i < n; i++) {
-        pfd[i].fd = atomic_load_explicit(&qps[i]->rx_fd, memory_order_relaxed);
+        pfd[i].fd = atomic_load_explicit(&qps[i]->rx.fd, memory_order_relaxed);
         pfd[i].events = POLLIN;
         pfd[i].revents = 0;
     }
@@ -499,7 +565,7 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
     int r = poll(pfd, n, 0);
     for (unsigned i = 0; i < n; i++) {
         if (r < 0 || pfd[i].revents != 0 ||
-            atomic_load_explicit(&qps[i]->rx_held, memory_order_relaxed))
+            atomic_load_explicit(&qps[i]->poll.rx_held, memory_order_relaxed))
             made += emu_qp_progress(qps[i]);
         else
             flush_deferred(qps[i]);
@@ -512,24 +578,22 @@ int emu_qp_progress(struct emu_qp *qp)
     if (!qp)
         return 0;
     flush_deferred(qp);
-    if (pthread_mutex_trylock(&qp->rx_lock) != 0)
+    if (pthread_mutex_trylock(&qp->rx.lock) != 0)
         return 0;
     int n = 0;
-    if (qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0) {
-        uint32_t before = qp->ncomp;
-        int rc = qp_rx_run(qp, qp->rx_fd, false);
-        n = (int)(qp->ncomp - before);
-        if (rc != EMU_RX_OK && !atomic_exchange(&qp->poll_off, true)) {
+    if (qp->rx.attached && !qp->rx.dead && qp->rx.fd >= 0) {
+        uint32_t before = qp->rx.ncomp;
+        int rc = consumer_rx_run(qp);
+        n = (int)(qp->rx.ncomp - before);
+        if (rc != EMU_RX_OK && !atomic_exchange(&qp->poll.off, true)) {
             /* End of stream or an error: the engine reports it (it may be
              * parked by a lease), and no lease is given from now on. */
-            atomic_store_explicit(&qp->poll_until_us, 0, memory_order_relaxed);
-            pthread_mutex_lock(&qp->sq_lock);
-            if (qp->c)
-                emu_conn_rx_kick(qp->c);
-            pthread_mutex_unlock(&qp->sq_lock);
+            atomic_store_explicit(&qp->poll.until_us, 0, memory_order_relaxed);
+            if (qp->link.c) /* stable under rx.lock (struct qp_link) */
+                emu_conn_rx_kick(qp->link.c);
         }
     }
-    pthread_mutex_unlock(&qp->rx_lock);
+    pthread_mutex_unlock(&qp->rx.lock);
     return n;
 }
 
@@ -537,8 +601,8 @@ int emu_qp_progress(struct emu_qp *qp)
  * after a Send must not flush a Send the peer is about to receive. */
 static bool tx_idle(const struct emu_qp *qp)
 {
-    return qp->cur.kind == TXK_NONE && qp->tb.rec_pos == qp->tb.nrec &&
-           qp->sq_tx == qp->sq_tail && qp->irq_head == qp->irq_tail && qp->unacked == 0;
+    return qp->tx.cur.kind == TXK_NONE && qp->tx.tb.rec_pos == qp->tx.tb.nrec &&
+           qp->tx.sq_tx == qp->tx.sq_tail && irq_empty(qp) && qp->tx.unacked == 0;
 }
 
 /* One consumer-thread pass over the bytes that have arrived. Returns
@@ -546,15 +610,15 @@ static bool tx_idle(const struct emu_qp *qp)
  * confirmed (*confirmed) so far. */
 static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirmed)
 {
-    pthread_mutex_lock(&qp->rx_lock);
-    bool live = qp->rx_attached && !qp->rx_dead && qp->rx_fd >= 0;
+    pthread_mutex_lock(&qp->rx.lock);
+    bool live = qp->rx.attached && !qp->rx.dead && qp->rx.fd >= 0;
     if (live)
-        (void)qp_rx_run(qp, qp->rx_fd, false);
-    live = live && !qp->rx_dead;
-    *placed = qp->rx_placed;
-    *confirmed = qp->rx_confirmed;
-    bool probes = qp->peer_probes;
-    pthread_mutex_unlock(&qp->rx_lock);
+        (void)consumer_rx_run(qp);
+    live = live && !qp->rx.dead;
+    *placed = qp->rx.placed;
+    *confirmed = qp->rx.confirmed;
+    bool probes = qp->rx.peer_probes;
+    pthread_mutex_unlock(&qp->rx.lock);
     flush_deferred(qp); /* answers kept for the next bytes sent: send them now */
     return live && probes;
 }
@@ -562,9 +626,9 @@ static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirme
 /* Answers to the peer's Reads not yet handed to the socket. */
 static bool answers_queued(struct emu_qp *qp)
 {
-    pthread_mutex_lock(&qp->sq_lock);
-    bool q = !qp->tx_dead && qp->c != NULL && qp->irq_head != qp->irq_tail;
-    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_lock(&qp->tx.lock);
+    bool q = !qp->tx.dead && qp->link.c != NULL && !irq_empty(qp);
+    pthread_mutex_unlock(&qp->tx.lock);
     return q;
 }
 
@@ -601,104 +665,88 @@ int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
     if (!qp)
         return -EINVAL;
     emu_qp_quiesce(qp);
-    pthread_mutex_lock(&qp->sq_lock);
-    struct emu_conn *c = qp->c;
+    pthread_mutex_lock(&qp->tx.lock);
+    struct emu_conn *c = qp->link.c;
     int rc = 0;
     if (!c) {
         rc = -ENOTCONN;
     } else if (!graceful) {
-        qp->disc_pending = qp->disc_done = true;
+        qp->tx.disc_pending = qp->tx.disc_done = true;
         rc = emu_conn_disconnect(c, false);
     } else {
-        qp->disc_pending = true;
-        if (!qp->disc_done && (tx_idle(qp) || qp->tx_dead)) {
-            qp->disc_done = true;
+        qp->tx.disc_pending = true;
+        if (!qp->tx.disc_done && (tx_idle(qp) || qp->tx.dead)) {
+            qp->tx.disc_done = true;
             rc = emu_conn_disconnect(c, true);
         }
     }
-    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_unlock(&qp->tx.lock);
     return rc;
+}
+
+static void flush_recv(struct emu_qp *qp, uint64_t cookie, enum emu_wc_status st)
+{
+    struct emu_cqe cqe;
+    memset(&cqe, 0, sizeof cqe);
+    cqe.cookie = cookie;
+    cqe.op = EMU_WC_RECV;
+    cqe.status = st;
+    if (qp->ops.recv_done)
+        qp->ops.recv_done(qp->a.ctx, &cqe);
 }
 
 void emu_qp_flush(struct emu_qp *qp)
 {
     if (!qp)
         return;
-    pthread_mutex_lock(&qp->rx_lock);
+    pthread_mutex_lock(&qp->rx.lock);
     qp_rx_deliver_pending(qp);
-    qp->rx_attached = false;
-    qp->rx_fd = -1;
-    emu_mem_put(&qp->wref);
-    if (qp->have_recv) {
-        qp->have_recv = false;
-        struct emu_cqe cqe;
-        memset(&cqe, 0, sizeof cqe);
-        cqe.cookie = qp->cur_recv.cookie;
-        cqe.op = EMU_WC_RECV;
-        cqe.status = qp->recv_err_set ? qp->recv_err : EMU_WC_FLUSHED;
-        qp->ncomp++;
-        if (qp->ops.recv_done)
-            qp->ops.recv_done(qp->a.ctx, &cqe);
+    qp->rx.attached = false;
+    qp->rx.fd = -1;
+    emu_mem_put(&qp->rx.wref);
+    if (qp->rx.have_recv) {
+        qp->rx.have_recv = false;
+        qp->rx.ncomp++;
+        flush_recv(qp, qp->rx.cur_recv.cookie,
+                   qp->rx.recv_err_set ? qp->rx.recv_err : EMU_WC_FLUSHED);
     }
-    qp->recv_err_set = false;
-    if (qp->have_imm_recv) {
-        qp->have_imm_recv = false;
-        struct emu_cqe cqe;
-        memset(&cqe, 0, sizeof cqe);
-        cqe.cookie = qp->imm_recv.cookie;
-        cqe.op = EMU_WC_RECV;
-        cqe.status = EMU_WC_FLUSHED;
-        qp->ncomp++;
-        if (qp->ops.recv_done)
-            qp->ops.recv_done(qp->a.ctx, &cqe);
+    qp->rx.recv_err_set = false;
+    if (qp->rx.have_imm_recv) {
+        qp->rx.have_imm_recv = false;
+        qp->rx.ncomp++;
+        flush_recv(qp, qp->rx.imm_recv.cookie, EMU_WC_FLUSHED);
     }
-    qp->rnr_since = 0;
+    qp->rx.rnr_since = 0;
     if (!qp->a.srq) {
-        pthread_mutex_lock(&qp->rq_lock);
-        while (qp->rq_head != qp->rq_tail) {
-            struct rq_wqe *r = &qp->rq[qp->rq_head % qp->rq_cap];
-            struct emu_cqe cqe;
-            memset(&cqe, 0, sizeof cqe);
-            cqe.cookie = r->cookie;
-            cqe.op = EMU_WC_RECV;
-            cqe.status = EMU_WC_FLUSHED;
-            qp->rq_head++;
-            if (qp->ops.recv_done)
-                qp->ops.recv_done(qp->a.ctx, &cqe);
-        }
-        pthread_mutex_unlock(&qp->rq_lock);
+        pthread_mutex_lock(&qp->rq.lock);
+        struct rq_wqe r;
+        while (ring_pop(&qp->rq, &r))
+            flush_recv(qp, r.cookie, EMU_WC_FLUSHED);
+        pthread_mutex_unlock(&qp->rq.lock);
     }
-    if (!qp->rx_dead) {
-        qp->rx_dead = true;
-        qp->rx_err = -ENOTCONN;
+    if (!qp->rx.dead) {
+        qp->rx.dead = true;
+        qp->rx.err = -ENOTCONN;
     }
 
-    pthread_mutex_lock(&qp->sq_lock);
-    qp->c = NULL;
-    qp->tx_dead = true;
+    pthread_mutex_lock(&qp->tx.lock);
+    qp->link.c = NULL;
+    qp->tx.dead = true;
     /* Every slot not yet reported, in post order. sq_tx may lag (never
      * started): report up to the tail. */
-    qp->sq_tx = qp->sq_tail;
-    for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+    qp->tx.sq_tx = qp->tx.sq_tail;
+    for (uint32_t i = qp->tx.sq_head; i != qp->tx.sq_tail; i++) {
         struct sq_wqe *w = sq_at(qp, i);
         if (w->st != WQ_DONE)
             qp_sq_report(qp, i, w->has_err ? w->err : EMU_WC_FLUSHED, 0);
     }
-    qp->sq_head = qp->sq_tail;
-    for (uint32_t i = qp->irq_head; i != qp->irq_tail; i++)
-        emu_mem_put(&qp->irq[i % qp->irq_cap].ref);
-    qp->irq_head = qp->irq_tx = qp->irq_tail = 0;
-    qp->reads_out = 0;
-    qp->rd_head = qp->rd_tail = 0;
-    qp->unacked = 0;
-    qp->ack_tail = qp->covered = qp->sq_tail;
-    qp->probes_out = 0;
-    memset(&qp->cur, 0, sizeof qp->cur);
-    qp->tb.niov = qp->tb.iov_pos = qp->tb.nrec = qp->tb.rec_pos = 0;
-    qp->tb.rec_done = qp->tb.bytes = 0;
-    qp->tb.stage_used = 0;
-    pthread_mutex_unlock(&qp->sq_lock);
-    pthread_mutex_unlock(&qp->rx_lock);
+    qp->tx.sq_head = qp->tx.sq_tail;
+    uint32_t itail = atomic_load_explicit(&qp->irq.tail, memory_order_relaxed);
+    for (uint32_t i = atomic_load_explicit(&qp->irq.head, memory_order_relaxed); i != itail; i++)
+        emu_mem_put(&qp->irq.ent[i % qp->irq.cap].ref);
+    tx_clear(qp);
+    pthread_mutex_unlock(&qp->tx.lock);
+    pthread_mutex_unlock(&qp->rx.lock);
 }
 
 /* ---------------------------------------------------------------- posting */
@@ -725,23 +773,23 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
     }
     if (wr->op == EMU_WR_BIND && !wr->mw)
         return -EINVAL;
-    pthread_mutex_lock(&qp->sq_lock);
-    if (!qp->c || qp->tx_dead || qp->disc_pending) {
-        pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_lock(&qp->tx.lock);
+    if (!qp->link.c || qp->tx.dead || qp->tx.disc_pending) {
+        pthread_mutex_unlock(&qp->tx.lock);
         return -ENOTCONN;
     }
     uint32_t need = wr->op == EMU_WR_WRITE_IMM ? EMU_CONN_CAP_IMM
                     : wr->op == EMU_WR_FETCH_ADD || wr->op == EMU_WR_CMP_SWAP ? EMU_CONN_CAP_ATOMICS
                                                                               : 0;
-    if ((qp->caps & need) != need) {
-        pthread_mutex_unlock(&qp->sq_lock);
+    if ((qp->link.caps & need) != need) {
+        pthread_mutex_unlock(&qp->tx.lock);
         return -EOPNOTSUPP;
     }
-    if (qp->sq_tail - qp->sq_head >= qp->sq_cap) {
-        pthread_mutex_unlock(&qp->sq_lock);
+    if (qp->tx.sq_tail - qp->tx.sq_head >= qp->tx.sq_cap) {
+        pthread_mutex_unlock(&qp->tx.lock);
         return -ENOSPC;
     }
-    struct sq_wqe *w = sq_at(qp, qp->sq_tail);
+    struct sq_wqe *w = sq_at(qp, qp->tx.sq_tail);
     struct emu_sge *sge = w->sge;
     memset(w, 0, sizeof *w);
     w->sge = sge;
@@ -764,13 +812,13 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
     w->mw = wr->mw;
     w->bind = wr->bind;
     w->st = WQ_QUEUED;
-    qp->sq_tail++;
+    qp->tx.sq_tail++;
     /* Fast path: the posting thread transmits when nothing else is
      * waiting for the socket. */
-    bool pumped = !qp->want_tx;
+    bool pumped = !qp->tx.want_tx;
     if (pumped)
         qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->sq_lock);
+    pthread_mutex_unlock(&qp->tx.lock);
     if (pumped)
         poll_note_busy();
     return 0;
@@ -779,48 +827,36 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
 int emu_qp_post_recv(struct emu_qp *qp, uint64_t cookie, uint32_t nsge,
                      const struct emu_sge *sge)
 {
-    if (!qp || qp->a.srq || nsge > qp->a.max_sge || (nsge && !sge))
+    if (!qp || qp->a.srq)
         return -EINVAL;
-    pthread_mutex_lock(&qp->rq_lock);
-    if (qp->rq_tail - qp->rq_head >= qp->rq_cap) {
-        pthread_mutex_unlock(&qp->rq_lock);
-        return -ENOSPC;
-    }
-    struct rq_wqe *r = &qp->rq[qp->rq_tail % qp->rq_cap];
-    r->cookie = cookie;
-    r->nsge = nsge;
-    r->len = 0;
-    for (uint32_t i = 0; i < nsge; i++) {
-        r->sge[i] = sge[i];
-        r->len += sge[i].len;
-    }
-    qp->rq_tail++;
-    pthread_mutex_unlock(&qp->rq_lock);
-    return 0;
+    pthread_mutex_lock(&qp->rq.lock);
+    int rc = ring_push(&qp->rq, qp->a.max_sge, cookie, nsge, sge);
+    pthread_mutex_unlock(&qp->rq.lock);
+    return rc;
 }
 
 void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
 {
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&qp->sq_lock);
-    out->send_outstanding = qp->sq_tail - qp->sq_head;
-    out->ird = qp->ird;
-    out->ord = qp->ord;
-    out->tx_bytes = qp->tx_bytes;
-    out->tx_fpdus = qp->tx_fpdus;
-    out->placement_probes = qp->probes;
-    pthread_mutex_unlock(&qp->sq_lock);
-    pthread_mutex_lock(&qp->rx_lock);
-    out->rx_bytes = qp->rx_bytes;
-    out->rx_fpdus = qp->rx_fpdus;
-    out->rnr_stalls = qp->rnr_stalls;
-    pthread_mutex_unlock(&qp->rx_lock);
+    pthread_mutex_lock(&qp->tx.lock);
+    out->send_outstanding = qp->tx.sq_tail - qp->tx.sq_head;
+    out->ird = qp->link.ird;
+    out->ord = qp->link.ord;
+    out->tx_bytes = qp->tx.bytes;
+    out->tx_fpdus = qp->tx.fpdus;
+    out->placement_probes = qp->orq.probes;
+    pthread_mutex_unlock(&qp->tx.lock);
+    pthread_mutex_lock(&qp->rx.lock);
+    out->rx_bytes = qp->rx.bytes;
+    out->rx_fpdus = qp->rx.fpdus;
+    out->rnr_stalls = qp->rx.rnr_stalls;
+    pthread_mutex_unlock(&qp->rx.lock);
     if (qp->a.srq) {
         out->recv_posted = emu_srq_posted(qp->a.srq);
     } else {
-        pthread_mutex_lock(&qp->rq_lock);
-        out->recv_posted = qp->rq_tail - qp->rq_head;
-        pthread_mutex_unlock(&qp->rq_lock);
+        pthread_mutex_lock(&qp->rq.lock);
+        out->recv_posted = qp->rq.tail - qp->rq.head;
+        pthread_mutex_unlock(&qp->rq.lock);
     }
 }
 
@@ -833,9 +869,9 @@ int emu_srq_create(const struct emu_srq_attr *a, struct emu_srq **out)
     struct emu_srq *s = calloc(1, sizeof *s);
     if (!s)
         return -ENOMEM;
-    s->cap = a->max_recv_wr;
-    s->ring = calloc(s->cap, sizeof *s->ring);
-    if (!s->ring) {
+    s->rq.cap = a->max_recv_wr;
+    s->rq.ring = calloc(s->rq.cap, sizeof *s->rq.ring);
+    if (!s->rq.ring) {
         free(s);
         return -ENOMEM;
     }
@@ -844,7 +880,7 @@ int emu_srq_create(const struct emu_srq_attr *a, struct emu_srq **out)
     s->lw_armed = s->lw != 0;
     s->lw_hit = a->low_watermark_hit;
     s->ctx = a->ctx;
-    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->rq.lock, NULL);
     *out = s;
     return 0;
 }
@@ -853,57 +889,45 @@ void emu_srq_destroy(struct emu_srq *srq)
 {
     if (!srq)
         return;
-    pthread_mutex_destroy(&srq->lock);
-    free(srq->ring);
+    pthread_mutex_destroy(&srq->rq.lock);
+    free(srq->rq.ring);
     free(srq);
 }
 
 int emu_srq_post_recv(struct emu_srq *s, uint64_t cookie, uint32_t nsge,
                       const struct emu_sge *sge)
 {
-    if (!s || nsge > s->max_sge || (nsge && !sge))
+    if (!s)
         return -EINVAL;
-    pthread_mutex_lock(&s->lock);
-    if (s->tail - s->head >= s->cap) {
-        pthread_mutex_unlock(&s->lock);
-        return -ENOSPC;
-    }
-    struct rq_wqe *r = &s->ring[s->tail % s->cap];
-    r->cookie = cookie;
-    r->nsge = nsge;
-    r->len = 0;
-    for (uint32_t i = 0; i < nsge; i++) {
-        r->sge[i] = sge[i];
-        r->len += sge[i].len;
-    }
-    s->tail++;
-    pthread_mutex_unlock(&s->lock);
-    return 0;
+    pthread_mutex_lock(&s->rq.lock);
+    int rc = ring_push(&s->rq, s->max_sge, cookie, nsge, sge);
+    pthread_mutex_unlock(&s->rq.lock);
+    return rc;
 }
 
 int emu_srq_resize(struct emu_srq *s, uint32_t max_recv_wr)
 {
     if (!s || max_recv_wr == 0)
         return -EINVAL;
-    pthread_mutex_lock(&s->lock);
-    uint32_t n = s->tail - s->head;
+    pthread_mutex_lock(&s->rq.lock);
+    uint32_t n = s->rq.tail - s->rq.head;
     if (max_recv_wr < n) {
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->rq.lock);
         return -EBUSY;
     }
     struct rq_wqe *r = calloc(max_recv_wr, sizeof *r);
     if (!r) {
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->rq.lock);
         return -ENOMEM;
     }
     for (uint32_t i = 0; i < n; i++)
-        r[i] = s->ring[(s->head + i) % s->cap];
-    free(s->ring);
-    s->ring = r;
-    s->cap = max_recv_wr;
-    s->head = 0;
-    s->tail = n;
-    pthread_mutex_unlock(&s->lock);
+        r[i] = s->rq.ring[(s->rq.head + i) % s->rq.cap];
+    free(s->rq.ring);
+    s->rq.ring = r;
+    s->rq.cap = max_recv_wr;
+    s->rq.head = 0;
+    s->rq.tail = n;
+    pthread_mutex_unlock(&s->rq.lock);
     return 0;
 }
 
@@ -911,18 +935,18 @@ int emu_srq_set_lw(struct emu_srq *s, uint32_t low_watermark)
 {
     if (!s)
         return -EINVAL;
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->rq.lock);
     s->lw = low_watermark;
     s->lw_armed = low_watermark != 0;
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->rq.lock);
     return 0;
 }
 
 uint32_t emu_srq_posted(const struct emu_srq *s)
 {
     struct emu_srq *m = (struct emu_srq *)s;
-    pthread_mutex_lock(&m->lock);
-    uint32_t n = m->tail - m->head;
-    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_lock(&m->rq.lock);
+    uint32_t n = m->rq.tail - m->rq.head;
+    pthread_mutex_unlock(&m->rq.lock);
     return n;
 }

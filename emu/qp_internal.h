@@ -1,14 +1,9 @@
-/* Private to emu/qp*.c: the queue pair's state. See docs/emu-datapath.md.
- *
- * Locks (order: rx_lock -> rq_lock / srq lock, rx_lock -> sq_lock; rq_lock
- * and sq_lock are never nested):
- *   sq_lock  send queue ring, transmit batch, inbound read queue (IRD: its
- *            responses are interleaved into our byte stream), tx MSNs,
- *            ORD accounting, conn pointer for writes. send_done runs under it.
- *   rx_lock  the receive state machine (header -> payload -> trailer), the
- *            prefetch buffer, the receive in progress. recv_done runs under
- *            it. The engine takes it blocking; consumer threads try it.
- *   rq_lock  the private receive ring (post_recv vs the receive path). */
+/* Private to emu/qp*.c: the queue pair's state, split by owner (as siw
+ * splits its QP into tx context, rx stream, ORQ and IRQ): the link (the
+ * attached connection), the transmit context, the outbound and inbound read
+ * queues, the receive stream, the receive ring and the polling lease. Each
+ * sub-structure below says which lock guards it; the lock order is written
+ * above struct emu_qp. See docs/emu-datapath.md. */
 #ifndef SOFTDAT_EMU_QP_INTERNAL_H
 #define SOFTDAT_EMU_QP_INTERNAL_H
 
@@ -54,7 +49,10 @@ struct rd_ent {
  * message placed (one round trip on a loaded host). */
 #define QP_CONFIRM_WAIT_US 200000u
 
-#define QP_RX_STALL 1 /* receive side waits for a posted receive (RNR) */
+/* qp_rx_run results beyond emu_conn.h's EMU_RX_OK (0) / EMU_RX_EOF (1) /
+ * EMU_RX_PAUSE (2) and -errno. */
+#define QP_RX_STALL 3  /* the receive side waits for a posted receive (RNR) */
+#define QP_RX_FAILED 4 /* internal to qp_rx*.c: a failure is recorded in rx.fail */
 
 struct sq_wqe {
     uint64_t cookie;
@@ -131,12 +129,16 @@ struct txcur {
 };
 
 enum rx_phase { RX_LEN = 0, RX_HDR, RX_PAY, RX_TRL };
-enum rx_kind { RXK_NONE = 0, RXK_SEND, RXK_WRITE, RXK_RRESP, RXK_FIXED };
 
-struct emu_srq {
+/* A ring of posted receives (a QP's private receive queue; an SRQ). */
+struct rq_ring {
     pthread_mutex_t lock;
     struct rq_wqe *ring;
     uint32_t cap, head, tail;   /* tail - head = posted */
+};
+
+struct emu_srq {
+    struct rq_ring rq;
     uint32_t max_sge;
     uint32_t lw;
     bool lw_armed;
@@ -145,59 +147,85 @@ struct emu_srq {
     atomic_uint users;
 };
 
-struct emu_qp {
-    struct emu_qp_attr a;
-    struct emu_qp_ops ops;
-
-    /* ---- send side (sq_lock) ---- */
-    pthread_mutex_t sq_lock;
-    struct emu_conn *c;         /* attached connection (NULL when not attached) */
-    uint32_t caps;              /* RFC 7306 in use (EMU_CONN_CAP_*): attr.rfc7306, or what
-                                   both ends offered (conn info); written with sq_lock and
-                                   rx_lock held, read under either */
+/* The attached connection and what was negotiated on it. Written only with
+ * rx.lock and tx.lock both held (attach, flush, reset), so either lock is
+ * enough to read it: the receive path reads it without tx.lock. */
+struct qp_link {
+    struct emu_conn *c;         /* NULL when not attached */
     uint64_t conn_id;
+    uint32_t caps;              /* RFC 7306 in use (EMU_CONN_CAP_*): attr.rfc7306, or what
+                                   both ends offered (conn info) */
     bool crc;
-    bool tx_dead;               /* error or Terminate sent: no more bytes */
+    uint16_t ird, ord;          /* negotiated */
+    uint32_t mulpdu;            /* transmit FPDU size */
+};
+
+/* Transmit context (tx.lock): the send queue, the message being cut into
+ * FPDUs, the batch being written, our MSNs. siw's tx context. */
+struct qp_tx {
+    pthread_mutex_t lock;
+    bool dead;                  /* error or Terminate sent: no more bytes */
     bool want_tx;               /* waiting for writability */
     bool disc_pending;          /* graceful disconnect once drained */
     bool disc_done;
-    bool tx_hold;               /* passive without p2p: wait for the first FPDU (RFC 5044) */
+    bool hold;                  /* passive without p2p: wait for the first FPDU (RFC 5044) */
+    bool last_was_resp;         /* the last message started was a Read/Atomic Response */
+    bool term_pending;          /* a Terminate waits for an FPDU boundary */
     struct sq_wqe *sq;
     struct emu_sge *sq_sge;
     uint32_t sq_cap, sq_head, sq_tx, sq_tail; /* absolute counters, mod sq_cap */
-    uint32_t tx_msn[EMU_QN_COUNT];
-    uint32_t mulpdu;            /* transmit FPDU size */
-    uint16_t ird, ord;          /* negotiated */
-    uint32_t reads_out;         /* the consumer's Read/atomic Requests sent, not yet answered */
-    struct rd_ent *rd_fifo;     /* outstanding Read Requests, in order (rd_cap) */
-    uint32_t rd_cap, rd_head, rd_tail;
+    uint32_t msn[EMU_QN_COUNT];
     uint32_t unacked;           /* WQ_ACK entries */
     uint32_t ack_tail;          /* one past the last started WR that needs confirming */
-    uint32_t covered;           /* WRs before this SQ index have a Read Request after them */
-    uint32_t probes_out;        /* placement probes awaiting their responses */
-    uint64_t probes;
-    uint32_t read_seq;
-    struct ird_ent *irq;        /* inbound Read Requests (IRD) */
-    uint32_t irq_cap, irq_head, irq_tx, irq_tail; /* head: oldest unanswered; tx: next to start */
-    bool last_was_resp;
-    bool term_pending;          /* a Terminate waits for an FPDU boundary */
-    atomic_bool irq_deferred;   /* a zero-length Read's answer waits for the next pump (qp_rx.c);
-                                   written under sq_lock, read without it by pollers */
+    uint32_t read_seq;          /* source of our Read sink tags */
     struct emu_term term_out;
     struct txcur cur;
     struct txbatch tb;
-    uint64_t tx_bytes, tx_fpdus;
+    uint64_t bytes, fpdus;
+};
 
-    /* ---- receive side (rx_lock) ---- */
-    pthread_mutex_t rx_lock;
-    _Atomic int rx_fd;          /* the socket, for consumer-thread progress (-1 once detached);
-                                   written under rx_lock, read without it by emu_qp_progress_many */
-    bool rx_attached;
-    bool rx_dead;
-    bool rx_release_tx;         /* the first FPDU releases tx_hold */
-    int rx_err;                 /* what emu_qp_rx returns once dead */
+/* Outbound reads (ORQ): our Read/Atomic Requests and placement probes in
+ * flight, in order. Guarded by tx.lock: the transmit side pushes, the
+ * receive side pops when the response arrives, and every pop also
+ * completes or confirms send-queue work, which needs tx.lock anyway. */
+struct qp_orq {
+    struct rd_ent *ent;         /* cap entries */
+    uint32_t cap, head, tail;
+    uint32_t reads_out;         /* the consumer's Read/atomic Requests sent, not yet answered */
+    uint32_t probes_out;        /* placement probes awaiting their responses */
+    uint32_t covered;           /* WRs before this SQ index have a Read Request after them */
+    uint64_t probes;            /* placement probes sent (statistics) */
+};
+
+/* Inbound reads (IRQ, IRD): the peer's Read and Atomic Requests, answered
+ * in arrival order from our byte stream. A single-producer single-consumer
+ * ring without a lock of its own: the receive path (rx.lock held) is the
+ * only producer (writes the entry, then publishes tail with release); the
+ * transmit side (tx.lock held) the only consumer (tx: next to start; head:
+ * oldest unanswered, its memory reference dropped before head is published
+ * with release). Attach, flush and reset hold both locks. */
+struct qp_irq {
+    struct ird_ent *ent;        /* cap entries */
+    uint32_t cap;
+    uint32_t tx;                /* consumer only */
+    _Atomic uint32_t head, tail;
+    atomic_bool deferred;       /* a zero-length Read's answer waits for the next pump (qp_rx.c);
+                                   written under tx.lock or by the receive path, read without
+                                   either by pollers */
+};
+
+/* Receive stream (rx.lock): the FPDU state machine, the receive in
+ * progress, placement counters. siw's rx stream. */
+struct qp_rx {
+    pthread_mutex_t lock;
+    _Atomic int fd;             /* the socket, for consumer-thread progress (-1 once detached);
+                                   written under rx.lock, read without it by emu_qp_progress_many */
+    bool attached;
+    bool dead;
+    bool release_tx;            /* the first FPDU releases tx.hold */
+    int err;                    /* what emu_qp_rx returns once dead */
     struct emu_ddp_rx_state ddp;
-    uint8_t phase, kind;
+    uint8_t phase;              /* enum rx_phase */
     uint8_t hbuf[2 + EMU_DDP_HLEN_MAX + 8];
     size_t hhave, hneed;
     uint16_t ulpdu_len;
@@ -209,9 +237,9 @@ struct emu_qp {
     size_t trl_have, trl_need;
     uint32_t crc_acc;
     struct emu_mem_ref wref;    /* Write target, held while placing */
-    uint64_t rx_wlen;           /* payload bytes of the RDMA Write message in progress */
-    uint32_t rx_last_wlen;      /* length of the last complete Write message ... */
-    bool rx_prev_write;         /* ... if it was the last message on the stream: an
+    uint64_t wlen;              /* payload bytes of the RDMA Write message in progress */
+    uint32_t last_wlen;         /* length of the last complete Write message ... */
+    bool prev_write;            /* ... if it was the last message on the stream: an
                                    Immediate Data right after it reports that length */
     uint64_t rnr_since;         /* emu_now_us() of the first look that found no receive, 0 */
     bool rnr_kicked;            /* a consumer thread stalled: the engine was asked to take over */
@@ -220,8 +248,8 @@ struct emu_qp {
     struct rq_wqe imm_recv;
     bool rresp_probe;           /* the Read Response being received answers a probe */
     bool peer_probes;           /* the peer confirms placement with zero-length Reads */
-    uint32_t rx_placed;         /* Sends and Writes placed (count, wraps) ... */
-    uint32_t rx_confirmed;      /* ... of which a Read or Atomic Request since then
+    uint32_t placed;            /* Sends and Writes placed (count, wraps) ... */
+    uint32_t confirmed;         /* ... of which a Read or Atomic Request since then
                                    confirms placement to the peer (its answer follows them) */
     bool have_recv;             /* cur_recv holds a receive in progress */
     bool recv_err_set;
@@ -234,20 +262,41 @@ struct emu_qp {
     uint32_t ncomp;             /* completions produced (for progress) */
     struct emu_cqe rxc[QP_RX_CQES]; /* receive completions of this qp_rx_run, delivered at its end */
     uint32_t rxc_n;
-    uint64_t rx_bytes, rx_fpdus;
+    uint64_t bytes, fpdus;
+    struct {                    /* what qp_rx_fail acts on (qp_rx_op.c) */
+        struct emu_term t;      /* the Terminate to send, or the peer's */
+        bool remote;            /* the peer's Terminate */
+        int err;
+    } fail;
+};
 
-    /* ---- private receive queue (rq_lock) ---- */
-    pthread_mutex_t rq_lock;
-    struct rq_wqe *rq;
-    uint32_t rq_cap, rq_head, rq_tail;
-
-    atomic_bool fatal_sent;
-    _Atomic uint64_t poll_until_us; /* emu_qp_poll_lease: a consumer polls until then */
-    _Atomic uint64_t poll_since_us; /* start of its current run of close passes */
-    _Atomic uintptr_t poll_thread;  /* the thread of that run */
-    atomic_bool poll_off;       /* the consumer met the end of the stream: no more leases */
+/* A consumer thread's polling lease (emu_qp_poll_lease): atomics, read
+ * and written without a lock by the engine and consumer threads. */
+struct qp_poll {
+    _Atomic uint64_t until_us;  /* a consumer polls until then */
+    _Atomic uint64_t since_us;  /* start of its current run of close passes */
+    _Atomic uintptr_t thread;   /* the thread of that run */
+    atomic_bool off;            /* the consumer met the end of the stream: no more leases */
     atomic_bool engine_parked;  /* the engine paused reading for a lease, its timer armed */
     atomic_bool rx_held;        /* input waits in the QP (RNR stall), not in the socket */
+};
+
+/* Lock order: rx.lock -> tx.lock; rx.lock -> rq.lock / SRQ lock. tx.lock
+ * and the receive-queue locks never nest. The ORQ lives under tx.lock, the
+ * IRQ under its producer/consumer rule (struct qp_irq), the link under
+ * both. send_done runs under tx.lock, recv_done under rx.lock (or rq.lock
+ * while flushing queued receives). */
+struct emu_qp {
+    struct emu_qp_attr a;
+    struct emu_qp_ops ops;
+    struct qp_link link;
+    struct qp_tx tx;
+    struct qp_orq orq;
+    struct qp_irq irq;
+    struct qp_rx rx;
+    struct rq_ring rq;          /* private receive queue (no SRQ) */
+    struct qp_poll poll;
+    atomic_bool fatal_sent;
 };
 
 /* qp.c */
@@ -258,8 +307,9 @@ void qp_sq_confirm(struct emu_qp *qp, uint32_t upto);
 uint32_t qp_sge_slice(const struct emu_sge *sge, uint32_t nsge, uint64_t off, uint64_t len,
                       struct iovec *iov, uint32_t max);
 
-/* qp_tx.c (sq_lock held) */
+/* qp_tx.c (tx.lock held) */
 void qp_tx_pump(struct emu_qp *qp);
+void qp_tx_batch_reset(struct txbatch *b);
 /* Send a Terminate as soon as the stream is at an FPDU boundary (best
  * effort), then transmit nothing more. */
 void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t);
@@ -267,19 +317,62 @@ void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t);
 /* A consumer's lease keeps the engine off this QP's socket now (qp.c). */
 bool qp_engine_parked(struct emu_qp *qp);
 
-/* qp_rx.c (rx_lock held) */
-int qp_rx_run(struct emu_qp *qp, int fd, bool engine);
+/* qp_rx.c (rx.lock held). qp_rx_run: EMU_RX_OK, EMU_RX_EOF, QP_RX_STALL
+ * or a negative errno (a protocol failure, after qp_rx_fail: rx.dead is
+ * set; or a socket error: rx.dead is not). The caller decides what that
+ * means for the connection (emu_qp_rx: the engine; qp.c consumer_rx_run). */
+int qp_rx_run(struct emu_qp *qp, int fd);
 void qp_rx_deliver_pending(struct emu_qp *qp);
 void qp_rx_reset(struct emu_qp *qp);
 
+/* qp_rx_op.c (rx.lock held): the per-opcode handler table and the one
+ * failure exit. start/finish return 0, QP_RX_STALL (start only) or
+ * QP_RX_FAILED; refuse* record a failure and return QP_RX_FAILED. */
+int qp_rx_op_start(struct emu_qp *qp);
+int qp_rx_op_finish(struct emu_qp *qp);
+int qp_rx_refuse(struct emu_qp *qp, uint8_t layer, uint8_t etype, uint8_t ecode);
+int qp_rx_refuse_term(struct emu_qp *qp, const struct emu_term *t, int err);
+int qp_rx_fail(struct emu_qp *qp);
+
 static inline struct sq_wqe *sq_at(struct emu_qp *qp, uint32_t idx)
 {
-    return &qp->sq[idx % qp->sq_cap];
+    return &qp->tx.sq[idx % qp->tx.sq_cap];
 }
 
-static inline struct rd_ent *rd_at(struct emu_qp *qp, uint32_t i)
+static inline struct rd_ent *orq_at(struct emu_qp *qp, uint32_t i)
 {
-    return &qp->rd_fifo[i % qp->rd_cap];
+    return &qp->orq.ent[i % qp->orq.cap];
+}
+
+/* ---- the IRQ's producer/consumer rule (struct qp_irq) ---- */
+
+/* Either side, or both locks held: no answer waiting or being sent. */
+static inline bool irq_empty(const struct emu_qp *qp)
+{
+    return atomic_load_explicit(&qp->irq.head, memory_order_acquire) ==
+           atomic_load_explicit(&qp->irq.tail, memory_order_acquire);
+}
+
+/* Consumer (tx.lock): a request not yet started. */
+static inline bool irq_has_new(struct emu_qp *qp)
+{
+    return qp->irq.tx != atomic_load_explicit(&qp->irq.tail, memory_order_acquire);
+}
+
+/* Consumer (tx.lock): the oldest answer left the socket entirely. */
+static inline void irq_pop(struct emu_qp *qp, uint32_t slot)
+{
+    emu_mem_put(&qp->irq.ent[slot].ref);
+    uint32_t h = atomic_load_explicit(&qp->irq.head, memory_order_relaxed);
+    atomic_store_explicit(&qp->irq.head, h + 1, memory_order_release);
+}
+
+/* Both locks held (attach, flush, reset). */
+static inline void irq_clear(struct emu_qp *qp)
+{
+    qp->irq.tx = 0;
+    atomic_store_explicit(&qp->irq.head, 0, memory_order_relaxed);
+    atomic_store_explicit(&qp->irq.tail, 0, memory_order_relaxed);
 }
 
 #endif

@@ -12,7 +12,10 @@
  * a mismatch sends Terminate LLP/CRC and breaks the connection, so the
  * damaged message never completes successfully.
  *
- * Everything here runs with rx_lock held. */
+ * What each opcode does is in qp_rx_op.c (one handler table); failures
+ * leave through qp_rx_fail there.
+ *
+ * Everything here runs with rx.lock held. */
 #include "emu/qp_internal.h"
 
 #include "emu/crc32c.h"
@@ -20,6 +23,8 @@
 #include "emu/engine.h"
 #include "emu/log.h"
 #include "emu/mpa.h"
+#include "emu/wire.h"
+#include "emu/wire_io.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -29,623 +34,67 @@
 
 #define RX_ROUNDS 256
 
-static inline uint32_t be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 void qp_rx_reset(struct emu_qp *qp)
 {
-    emu_ddp_rx_init(&qp->ddp, qp->caps != 0);
-    qp->rx_wlen = 0;
-    qp->rx_last_wlen = 0;
-    qp->rx_prev_write = false;
-    qp->phase = RX_LEN;
-    qp->kind = RXK_NONE;
-    qp->hhave = 0;
-    qp->hneed = 2;
-    qp->pay_left = 0;
-    qp->tgt_n = qp->tgt_i = 0;
-    qp->trl_have = qp->trl_need = 0;
-    qp->pf_off = qp->pf_len = 0;
-    qp->rresp_off = 0;
-    qp->peer_probes = false;
-    qp->rx_placed = qp->rx_confirmed = 0;
-    emu_mem_put(&qp->wref);
-    memset(&qp->wref, 0, sizeof qp->wref);
+    emu_ddp_rx_init(&qp->rx.ddp, qp->link.caps != 0);
+    qp->rx.wlen = 0;
+    qp->rx.last_wlen = 0;
+    qp->rx.prev_write = false;
+    qp->rx.phase = RX_LEN;
+    qp->rx.hhave = 0;
+    qp->rx.hneed = 2;
+    qp->rx.pay_left = 0;
+    qp->rx.tgt_n = qp->rx.tgt_i = 0;
+    qp->rx.trl_have = qp->rx.trl_need = 0;
+    qp->rx.pf_off = qp->rx.pf_len = 0;
+    qp->rx.rresp_off = 0;
+    qp->rx.peer_probes = false;
+    qp->rx.placed = qp->rx.confirmed = 0;
+    emu_mem_put(&qp->rx.wref);
+    memset(&qp->rx.wref, 0, sizeof qp->rx.wref);
 }
 
-/* A local protocol/protection error: Terminate, then the connection breaks
- * (the engine's rx hook returns the error; a consumer thread asks the
- * conn to fail). Returns -err. */
-static int rx_fail(struct emu_qp *qp, const struct emu_term *t, int err, bool engine)
+/* Trailer read: check CRC, then act on the segment (the opcode's finish
+ * handler). */
+static int seg_done(struct emu_qp *qp)
 {
-    pthread_mutex_lock(&qp->sq_lock);
-    struct emu_conn *c = qp->c;
-    if (t)
-        qp_tx_terminate(qp, t);
-    else
-        qp->tx_dead = true;
-    pthread_mutex_unlock(&qp->sq_lock);
-    qp_fatal(qp, false, t, err);
-    qp->rx_dead = true;
-    qp->rx_err = -err;
-    emu_mem_put(&qp->wref);
-    if (!engine && c)
-        emu_conn_fail(c, err);
-    return -err;
-}
-
-static int rx_fail_code(struct emu_qp *qp, uint8_t layer, uint8_t etype, uint8_t ecode,
-                        bool engine)
-{
-    struct emu_term t;
-    emu_term_init(&t, layer, etype, ecode, qp->hbuf + 2, qp->hhave - 2, qp->ulpdu_len);
-    return rx_fail(qp, &t, EPROTO, engine);
-}
-
-static enum emu_wc_status term_status(const struct emu_term *t)
-{
-    switch (t->layer) {
-    case EMU_TERM_RDMAP:
-        return t->etype == EMU_TERM_RDMAP_PROTECTION ? EMU_WC_REM_ACCESS : EMU_WC_REM_OP;
-    case EMU_TERM_DDP:
-        if (t->etype == EMU_TERM_DDP_TAGGED)
-            return EMU_WC_REM_ACCESS;
-        if (t->etype == EMU_TERM_DDP_UNTAGGED && t->ecode == EMU_DDP_EC_U_NO_BUF)
-            return EMU_WC_RNR;
-        return EMU_WC_REM_OP;
-    default:
-        return EMU_WC_TRANSPORT;
-    }
-}
-
-/* sq_lock held: the outstanding WR a received Terminate is about. The
- * peer processed everything before it: WRs waiting for placement
- * confirmation ahead of it completed. */
-static void term_blame(struct emu_qp *qp, const struct emu_term *t)
-{
-    enum emu_wc_status st = term_status(t);
-    bool by_sink = false, by_msn = false, tagged = false;
-    uint32_t key = 0, qn = 0;
-    if (t->hdrct & EMU_TERM_HDRCT_R) {
-        by_sink = true;
-        key = be32(t->rreq_hdr);
-    } else if ((t->hdrct & EMU_TERM_HDRCT_D) && t->ddp_hdr_len == EMU_DDP_UNTAGGED_HLEN) {
-        by_msn = true;
-        qn = be32(t->ddp_hdr + 6);
-        key = be32(t->ddp_hdr + 10);
-    } else if ((t->hdrct & EMU_TERM_HDRCT_D) && t->ddp_hdr_len == EMU_DDP_TAGGED_HLEN) {
-        tagged = true;
-        key = be32(t->ddp_hdr + 2);
-    }
-    for (uint32_t i = qp->sq_head; i != qp->sq_tx; i++) {
-        struct sq_wqe *w = sq_at(qp, i);
-        if (w->st == WQ_DONE)
-            continue;
-        bool hit = false;
-        if (by_sink)
-            hit = w->op == EMU_WR_READ && w->sink_stag == key;
-        else if (by_msn)
-            hit = ((qn == EMU_QN_SEND && w->op == EMU_WR_SEND) ||
-                   (qn == EMU_QN_READ_REQ &&
-                    (w->op == EMU_WR_READ || w->op == EMU_WR_FETCH_ADD ||
-                     w->op == EMU_WR_CMP_SWAP))) &&
-                  w->msn == key;
-        else if (tagged)
-            hit = w->op == EMU_WR_WRITE && w->rstag == key;
-        if (hit) {
-            w->has_err = true;
-            w->err = st;
-            if (w->st == WQ_ACK) {
-                w->st = WQ_TX; /* reported with its error at flush */
-                qp->unacked--;
-            }
-            qp_sq_confirm(qp, i);
-            return;
-        }
-    }
-}
-
-static int rx_terminate(struct emu_qp *qp, bool engine)
-{
-    const struct emu_term *t = &qp->h.u.term;
-    pthread_mutex_lock(&qp->sq_lock);
-    term_blame(qp, t);
-    qp->tx_dead = true;
-    struct emu_conn *c = qp->c;
-    pthread_mutex_unlock(&qp->sq_lock);
-    qp_fatal(qp, true, t, EREMOTEIO);
-    qp->rx_dead = true;
-    qp->rx_err = -EREMOTEIO;
-    if (!engine && c)
-        emu_conn_fail(c, EREMOTEIO);
-    return -EREMOTEIO;
-}
-
-/* A Send or Immediate Data found no receive posted. iWARP (rnr_retry 0):
- * Terminate. InfiniBand's receiver-not-ready: the header stays parsed,
- * nothing more is read (TCP's window holds the peer, as RNR NAKs hold an
- * IB requester) and the caller looks again every rnr_timer_us, for
- * rnr_retry looks, or for ever with 7. */
-static int rx_no_recv(struct emu_qp *qp, bool engine)
-{
-    if (qp->a.rnr_retry == 0)
-        return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_NO_BUF,
-                            engine);
-    uint64_t now = emu_now_us();
-    if (qp->rnr_since == 0) {
-        qp->rnr_since = now;
-        qp->rnr_kicked = false;
-        qp->rnr_stalls++;
-        SD_DBG("qp", "%p receiver not ready: no receive posted, waiting", (void *)qp);
-    } else if (qp->a.rnr_retry < EMU_QP_RNR_INFINITE &&
-               now - qp->rnr_since >= (uint64_t)qp->a.rnr_retry * qp->a.rnr_timer_us) {
-        SD_INFO("qp", "%p receiver not ready after %u retries: Terminate", (void *)qp,
-                (unsigned)qp->a.rnr_retry);
-        qp->rnr_since = 0;
-        return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_NO_BUF,
-                            engine);
-    }
-    return QP_RX_STALL;
-}
-
-/* The header is complete and parsed: decide where the payload goes. */
-static int header_done(struct emu_qp *qp, bool engine)
-{
-    struct emu_ddp_hdr *h = &qp->h;
-    qp->tgt_n = qp->tgt_i = 0;
-    qp->kind = RXK_FIXED;
-    switch (h->opcode) {
-    case EMU_OP_WRITE:
-        qp->kind = RXK_WRITE;
-        if (h->payload_len == 0)
-            break; /* DDP: zero-length tagged messages skip STag checks */
-        {
-            enum emu_mem_status st =
-                emu_mem_check_remote(qp->a.mem, h->stag, h->to, h->payload_len,
-                                     EMU_MEM_OP_WRITE, qp->a.pz, qp->conn_id, &qp->wref);
-            if (st != EMU_MEM_OK) {
-                struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_WRITE);
-                SD_DBG("qp", "%p Write to %#x+%#llx len %u refused: %s", (void *)qp, h->stag,
-                       (unsigned long long)h->to, h->payload_len, emu_mem_status_str(st));
-                return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
-            }
-            qp->tgt[0].iov_base = qp->wref.ptr;
-            qp->tgt[0].iov_len = h->payload_len;
-            qp->tgt_n = 1;
-        }
-        break;
-    case EMU_OP_READ_RESP: {
-        qp->kind = RXK_RRESP;
-        pthread_mutex_lock(&qp->sq_lock);
-        struct sq_wqe *w = NULL;
-        bool probe = false, probe_ok = false;
-        if (qp->rd_head != qp->rd_tail) {
-            struct rd_ent *re = rd_at(qp, qp->rd_head);
-            probe = re->probe;
-            probe_ok = probe && h->stag == re->stag;
-            qp->rresp_sq_idx = re->idx;
-            if (!probe)
-                w = sq_at(qp, qp->rresp_sq_idx);
-        }
-        pthread_mutex_unlock(&qp->sq_lock);
-        qp->rresp_probe = probe;
-        if (probe) {
-            if (!probe_ok)
-                return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED,
-                                    EMU_DDP_EC_T_INV_STAG, engine);
-            if (h->to != 0 || h->payload_len != 0)
-                return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS,
-                                    engine);
-            break;
-        }
-        if (!w || w->op != EMU_WR_READ || w->sink_stag != h->stag)
-            return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_INV_STAG,
-                                engine);
-        /* The WR's fields are stable while the Read is outstanding. */
-        if (h->to != qp->rresp_off || h->to + h->payload_len > w->len)
-            return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS,
-                                engine);
-        qp->tgt_n = qp_sge_slice(w->sge, w->nsge, h->to, h->payload_len, qp->tgt,
-                                 EMU_QP_MAX_SGE);
-        break;
-    }
-    case EMU_OP_SEND:
-    case EMU_OP_SEND_INV:
-    case EMU_OP_SEND_SE:
-    case EMU_OP_SEND_SE_INV: {
-        qp->kind = RXK_SEND;
-        if (!qp->ddp.q[EMU_QN_SEND].in_progress) {
-            if (!qp_pop_recv(qp, &qp->cur_recv))
-                return rx_no_recv(qp, engine);
-            qp->rnr_since = 0;
-            qp->have_recv = true;
-            qp->recv_err_set = false;
-        }
-        uint64_t end = (uint64_t)h->mo + h->payload_len;
-        if (end > qp->cur_recv.len || end > qp->a.max_message_size) {
-            qp->recv_err_set = true;
-            qp->recv_err = EMU_WC_LOC_LEN;
-            return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_UNTAGGED, EMU_DDP_EC_U_TOO_LONG,
-                                engine);
-        }
-        qp->tgt_n = qp_sge_slice(qp->cur_recv.sge, qp->cur_recv.nsge, h->mo, h->payload_len,
-                                 qp->tgt, EMU_QP_MAX_SGE);
-        break;
-    }
-    case EMU_OP_IMM:
-    case EMU_OP_IMM_SE:
-        /* Take the receive now: with RNR retry the stream waits here, at a
-         * header, until one is posted. */
-        if (!qp->have_imm_recv) {
-            if (!qp_pop_recv(qp, &qp->imm_recv))
-                return rx_no_recv(qp, engine);
-            qp->rnr_since = 0;
-            qp->have_imm_recv = true;
-        }
-        break;
-    default:
-        break; /* fixed-size messages act once the trailer checked out */
-    }
-    return 0;
-}
-
-static void rx_deliver(struct emu_qp *qp, const struct emu_cqe *cqe)
-{
-    if (qp->rxc_n == QP_RX_CQES)
-        qp_rx_deliver_pending(qp);
-    qp->rxc[qp->rxc_n++] = *cqe;
-}
-
-static void complete_recv(struct emu_qp *qp)
-{
-    const struct emu_ddp_hdr *h = &qp->h;
-    struct emu_cqe cqe;
-    memset(&cqe, 0, sizeof cqe);
-    cqe.cookie = qp->cur_recv.cookie;
-    cqe.op = EMU_WC_RECV;
-    cqe.status = EMU_WC_SUCCESS;
-    cqe.byte_len = h->mo + h->payload_len;
-    cqe.solicited = h->opcode == EMU_OP_SEND_SE || h->opcode == EMU_OP_SEND_SE_INV;
-    if (h->opcode == EMU_OP_SEND_INV || h->opcode == EMU_OP_SEND_SE_INV) {
-        cqe.op = EMU_WC_RECV_INV;
-        cqe.inv_stag = h->inv_stag;
-    }
-    qp->have_recv = false;
-    qp->ncomp++;
-    rx_deliver(qp, &cqe);
-}
-
-static int read_request(struct emu_qp *qp, bool engine)
-{
-    const struct emu_rdmap_read_req *r = &qp->h.u.rreq;
-    pthread_mutex_lock(&qp->sq_lock);
-    /* A softdat peer (capability marker) may have zero-length placement
-     * probes out beyond our IRD (QP_PROBES_MAX); the ring has room. */
-    uint32_t limit = (r->size == 0 && qp->caps != 0) ? qp->irq_cap : qp->ird;
-    bool full = qp->irq_tail - qp->irq_head >= limit || qp->irq_cap == 0;
-    pthread_mutex_unlock(&qp->sq_lock);
-    if (full)
-        return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
-                            EMU_RDMAP_EC_CATA_STREAM, engine);
-    /* The Read Responses carry sink_to + offset as their tagged offset: a
-     * sink range that wraps 2^64 could only be answered with FPDUs the
-     * requester must reject (DDP tagged "TO wrap", blaming us). Refuse the
-     * request as a wrapping source range is refused (found by fuzz_qp_rx,
-     * docs/reliability.md). */
-    if (r->size && r->sink_to + r->size - 1 < r->sink_to)
-        return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_PROTECTION,
-                            EMU_RDMAP_EC_TO_WRAP, engine);
-    struct ird_ent e;
-    memset(&e, 0, sizeof e);
-    e.sink_stag = r->sink_stag;
-    e.sink_to = r->sink_to;
-    e.size = r->size;
-    if (r->size) {
-        enum emu_mem_status st =
-            emu_mem_check_remote(qp->a.mem, r->src_stag, r->src_to, r->size, EMU_MEM_OP_READ,
-                                 qp->a.pz, qp->conn_id, &e.ref);
-        if (st != EMU_MEM_OK) {
-            struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_READ);
-            SD_DBG("qp", "%p Read of %#x+%#llx len %u refused: %s", (void *)qp, r->src_stag,
-                   (unsigned long long)r->src_to, r->size, emu_mem_status_str(st));
-            return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
-        }
-    }
-    pthread_mutex_lock(&qp->sq_lock);
-    qp->irq[qp->irq_tail % qp->irq_cap] = e;
-    qp->irq_tail++;
-    /* A zero-length Read met by a polling consumer thread (a placement
-     * probe, typically right behind the data this thread is about to hand
-     * to its application): answer it with the next bytes this QP sends, or
-     * at the next poll, so that the answer does not cost a system call in
-     * front of the application seeing its data. Only while the engine is
-     * parked by a lease: its timer then flushes the answer at the latest
-     * when the lease runs out, whatever this thread does next. */
-    if (r->size == 0 && !engine && qp_engine_parked(qp))
-        atomic_store_explicit(&qp->irq_deferred, true, memory_order_relaxed);
-    else
-        qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->sq_lock);
-    return 0;
-}
-
-static int read_response_done(struct emu_qp *qp, bool engine)
-{
-    pthread_mutex_lock(&qp->sq_lock);
-    uint32_t idx = qp->rresp_sq_idx;
-    if (qp->rresp_probe) {
-        qp->rd_head++;
-        qp->probes_out--;
-        qp_sq_confirm(qp, idx);
-        qp_tx_pump(qp); /* the next probe, a stalled Read, a graceful disconnect */
-        pthread_mutex_unlock(&qp->sq_lock);
-        qp->rresp_off = 0;
-        qp->ncomp++;
-        return 0;
-    }
-    struct sq_wqe *w = sq_at(qp, idx);
-    bool ok = qp->rresp_off == w->len;
-    if (ok) {
-        qp->rd_head++;
-        qp->reads_out--;
-        qp_sq_confirm(qp, idx);
-        qp_sq_report(qp, idx, EMU_WC_SUCCESS, (uint32_t)w->len);
-        qp_tx_pump(qp); /* ORD freed: a stalled Read may go */
-    } else {
-        w->has_err = true;
-        w->err = EMU_WC_BAD_RESP;
-    }
-    pthread_mutex_unlock(&qp->sq_lock);
-    qp->rresp_off = 0;
-    if (!ok)
-        return rx_fail_code(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS,
-                            engine);
-    qp->ncomp++;
-    return 0;
-}
-
-/* RFC 7306 Immediate Data: consumes a receive, no payload. */
-static int immediate(struct emu_qp *qp, bool engine)
-{
-    const struct emu_ddp_hdr *h = &qp->h;
-    (void)engine;
-    struct rq_wqe r = qp->imm_recv; /* taken at the header */
-    qp->have_imm_recv = false;
-    struct emu_cqe cqe;
-    memset(&cqe, 0, sizeof cqe);
-    cqe.cookie = r.cookie;
-    cqe.op = EMU_WC_RECV_IMM;
-    cqe.status = EMU_WC_SUCCESS;
-    cqe.imm = emu_rdmap_imm_to_u32(h->u.imm);
-    cqe.solicited = h->opcode == EMU_OP_IMM_SE;
-    /* Write with immediate = Write + Immediate Data back to back on the
-     * stream (the sender never puts another message between them), so the
-     * Write just before is the one this immediate belongs to: report its
-     * length, as an IB write-with-immediate receive does. */
-    cqe.byte_len = qp->rx_prev_write ? qp->rx_last_wlen : 0;
-    qp->rx_prev_write = false;
-    qp->ncomp++;
-    rx_deliver(qp, &cqe);
-    return 0;
-}
-
-static uint64_t do_atomic(uint64_t *p, const struct emu_rdmap_atomic_req *a)
-{
-    uint64_t orig = __atomic_load_n(p, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < 1000000; i++) {
-        uint64_t nv;
-        if (a->op == EMU_ATOMIC_FETCH_ADD) {
-            if (a->add_swap_mask == 0) {
-                nv = orig + a->add_swap;
-            } else {
-                /* Per-field add: the carry out of every bit set in the mask
-                 * is dropped (RFC 7306). */
-                nv = 0;
-                unsigned carry = 0;
-                for (int b = 0; b < 64; b++) {
-                    unsigned s = (unsigned)((orig >> b) & 1) + (unsigned)((a->add_swap >> b) & 1) +
-                                 carry;
-                    nv |= (uint64_t)(s & 1) << b;
-                    carry = (s >> 1) && !((a->add_swap_mask >> b) & 1);
-                }
-            }
-        } else {
-            if (((orig ^ a->compare) & a->compare_mask) != 0)
-                return orig;
-            nv = (orig & ~a->add_swap_mask) | (a->add_swap & a->add_swap_mask);
-        }
-        if (__atomic_compare_exchange_n(p, &orig, nv, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE))
-            return orig;
-    }
-    return orig;
-}
-
-static int atomic_request(struct emu_qp *qp, bool engine)
-{
-    const struct emu_rdmap_atomic_req *a = &qp->h.u.areq;
-    pthread_mutex_lock(&qp->sq_lock);
-    bool full = qp->irq_tail - qp->irq_head >= qp->ird || qp->irq_cap == 0;
-    pthread_mutex_unlock(&qp->sq_lock);
-    if (full)
-        return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
-                            EMU_RDMAP_EC_CATA_STREAM, engine);
-    struct emu_mem_ref ref;
-    memset(&ref, 0, sizeof ref);
-    enum emu_mem_status st = emu_mem_check_remote(qp->a.mem, a->stag, a->to, 8,
-                                                  EMU_MEM_OP_ATOMIC, qp->a.pz, qp->conn_id, &ref);
-    if (st == EMU_MEM_OK && ((uintptr_t)ref.ptr & 7u)) {
-        emu_mem_put(&ref);
-        st = EMU_MEM_E_BOUNDS; /* misaligned target */
-    }
-    if (st != EMU_MEM_OK) {
-        struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_ATOMIC);
-        return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
-    }
-    struct ird_ent e;
-    memset(&e, 0, sizeof e);
-    e.atomic = true;
-    e.req_id = a->req_id;
-    e.orig = do_atomic((uint64_t *)ref.ptr, a);
-    emu_mem_put(&ref);
-    pthread_mutex_lock(&qp->sq_lock);
-    qp->irq[qp->irq_tail % qp->irq_cap] = e;
-    qp->irq_tail++;
-    qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->sq_lock);
-    return 0;
-}
-
-static int atomic_response(struct emu_qp *qp, bool engine)
-{
-    const struct emu_rdmap_atomic_resp *r = &qp->h.u.aresp;
-    pthread_mutex_lock(&qp->sq_lock);
-    bool ok = false;
-    if (qp->rd_head != qp->rd_tail && !rd_at(qp, qp->rd_head)->probe) {
-        uint32_t idx = rd_at(qp, qp->rd_head)->idx;
-        struct sq_wqe *w = sq_at(qp, idx);
-        if ((w->op == EMU_WR_FETCH_ADD || w->op == EMU_WR_CMP_SWAP) && w->msn == r->req_id) {
-            memcpy(w->sge[0].addr, &r->orig, 8);
-            qp->rd_head++;
-            qp->reads_out--;
-            qp_sq_confirm(qp, idx);
-            qp_sq_report(qp, idx, EMU_WC_SUCCESS, 8);
-            qp_tx_pump(qp);
-            ok = true;
-        }
-    }
-    pthread_mutex_unlock(&qp->sq_lock);
-    if (!ok)
-        return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION, EMU_RDMAP_EC_OPCODE,
-                            engine);
-    qp->ncomp++;
-    return 0;
-}
-
-/* Trailer read: check CRC, then act on the segment. */
-/* What a peer with InfiniBand semantics waits to have confirmed (emu_qp_quiesce). */
-static void count_placement(struct emu_qp *qp, const struct emu_ddp_hdr *h)
-{
-    if (!h->last)
-        return;
-    switch (h->opcode) {
-    case EMU_OP_SEND:
-    case EMU_OP_SEND_INV:
-    case EMU_OP_SEND_SE:
-    case EMU_OP_SEND_SE_INV:
-    case EMU_OP_WRITE:
-    case EMU_OP_IMM:
-    case EMU_OP_IMM_SE:
-        qp->rx_placed++;
-        break;
-    case EMU_OP_READ_REQ:
-    case EMU_OP_ATOMIC_REQ:
-        qp->rx_confirmed = qp->rx_placed;
-        break;
-    default:
-        break;
-    }
-}
-
-static int seg_done(struct emu_qp *qp, bool engine)
-{
-    struct emu_ddp_hdr *h = &qp->h;
-    if (qp->crc) {
-        unsigned pad = qp->trl_need - 4;
-        uint32_t c = emu_crc32c(qp->crc_acc, qp->trl, pad);
-        if (c != emu_crc32c_get_le(qp->trl + pad)) {
+    struct emu_ddp_hdr *h = &qp->rx.h;
+    if (qp->link.crc) {
+        unsigned pad = qp->rx.trl_need - 4;
+        uint32_t c = emu_crc32c(qp->rx.crc_acc, qp->rx.trl, pad);
+        if (c != emu_crc32c_get_le(qp->rx.trl + pad)) {
             struct emu_term t;
             emu_term_init(&t, EMU_TERM_LLP, EMU_TERM_LLP_MPA, EMU_MPA_LLP_CRC, NULL, 0, 0);
-            return rx_fail(qp, &t, EBADMSG, engine);
+            return qp_rx_refuse_term(qp, &t, EBADMSG);
         }
     }
-    qp->rx_fpdus++;
-    emu_mem_put(&qp->wref);
-    if (emu_fault_hit(EMU_FAULT_DROP)) { /* SOFTDAT_FAULT drop=: as a transport failure */
-        qp_fatal(qp, false, NULL, ECONNABORTED);
-        if (!engine) {
-            qp->rx_dead = true;
-            qp->rx_err = -ECONNABORTED;
-        }
-        return -ECONNABORTED;
+    qp->rx.fpdus++;
+    emu_mem_put(&qp->rx.wref);
+    if (emu_fault_hit(EMU_FAULT_DROP)) { /* SOFTDAT_FAULT drop=: the connection breaks here */
+        struct emu_term t;
+        emu_term_init(&t, EMU_TERM_LLP, EMU_TERM_LLP_MPA, EMU_MPA_LLP_CATASTROPHIC, NULL, 0, 0);
+        return qp_rx_refuse_term(qp, &t, ECONNABORTED);
     }
-    if (qp->rx_release_tx) {
-        qp->rx_release_tx = false;
-        pthread_mutex_lock(&qp->sq_lock);
-        qp->tx_hold = false;
+    if (qp->rx.release_tx) {
+        qp->rx.release_tx = false;
+        pthread_mutex_lock(&qp->tx.lock);
+        qp->tx.hold = false;
         qp_tx_pump(qp);
-        pthread_mutex_unlock(&qp->sq_lock);
+        pthread_mutex_unlock(&qp->tx.lock);
     }
     if (!h->tagged)
-        emu_ddp_rx_advance(&qp->ddp, h);
-    if (h->opcode == EMU_OP_WRITE) {
-        qp->rx_wlen += h->payload_len;
-        if (h->last) {
-            qp->rx_last_wlen = qp->rx_wlen > UINT32_MAX ? UINT32_MAX : (uint32_t)qp->rx_wlen;
-            qp->rx_wlen = 0;
-            qp->rx_prev_write = true;
-        }
-    } else if (h->last && h->opcode != EMU_OP_IMM && h->opcode != EMU_OP_IMM_SE) {
-        qp->rx_prev_write = false;
-    }
-    int rc = 0;
-    switch (h->opcode) {
-    case EMU_OP_SEND:
-    case EMU_OP_SEND_INV:
-    case EMU_OP_SEND_SE:
-    case EMU_OP_SEND_SE_INV:
-        if (!h->last)
-            break;
-        if (h->opcode == EMU_OP_SEND_INV || h->opcode == EMU_OP_SEND_SE_INV) {
-            enum emu_mem_status st =
-                emu_mem_invalidate(qp->a.mem, h->inv_stag, qp->a.pz, qp->conn_id);
-            if (st != EMU_MEM_OK) {
-                struct emu_mem_term mt = emu_mem_term_code(st, EMU_MEM_OP_INVALIDATE);
-                qp->recv_err_set = true;
-                qp->recv_err = EMU_WC_LOC_PROT;
-                return rx_fail_code(qp, mt.layer, mt.etype, mt.ecode, engine);
-            }
-        }
-        complete_recv(qp);
-        break;
-    case EMU_OP_READ_RESP:
-        qp->rresp_off += h->payload_len;
-        if (h->last)
-            rc = read_response_done(qp, engine);
-        break;
-    case EMU_OP_READ_REQ:
-        rc = read_request(qp, engine);
-        break;
-    case EMU_OP_TERMINATE:
-        rc = rx_terminate(qp, engine);
-        break;
-    case EMU_OP_IMM:
-    case EMU_OP_IMM_SE:
-        rc = immediate(qp, engine);
-        break;
-    case EMU_OP_ATOMIC_REQ:
-        rc = atomic_request(qp, engine);
-        break;
-    case EMU_OP_ATOMIC_RESP:
-        rc = atomic_response(qp, engine);
-        break;
-    default:
-        break;
-    }
-    count_placement(qp, h);
-    qp->phase = RX_LEN;
-    qp->hhave = 0;
-    qp->hneed = 2;
-    qp->kind = RXK_NONE;
+        emu_ddp_rx_advance(&qp->rx.ddp, h);
+    int rc = qp_rx_op_finish(qp);
+    qp->rx.phase = RX_LEN;
+    qp->rx.hhave = 0;
+    qp->rx.hneed = 2;
     return rc;
 }
 
 static void crc_iov(struct emu_qp *qp, const void *p, size_t n)
 {
-    if (qp->crc)
-        qp->crc_acc = emu_crc32c(qp->crc_acc, p, n);
+    if (qp->link.crc)
+        qp->rx.crc_acc = emu_crc32c(qp->rx.crc_acc, p, n);
 }
 
 /* Bytes are placed in address order, as an HCA's DMA writes land:
@@ -674,10 +123,10 @@ static void copy_ordered(void *dst, const void *src, size_t n)
 /* Place n bytes from src into the target iovecs (or drop them). */
 static void place_bytes(struct emu_qp *qp, const uint8_t *src, size_t n)
 {
-    qp->pay_left -= (uint32_t)n;
-    qp->rx_bytes += n;
-    while (n > 0 && qp->tgt_i < qp->tgt_n) {
-        struct iovec *v = &qp->tgt[qp->tgt_i];
+    qp->rx.pay_left -= (uint32_t)n;
+    qp->rx.bytes += n;
+    while (n > 0 && qp->rx.tgt_i < qp->rx.tgt_n) {
+        struct iovec *v = &qp->rx.tgt[qp->rx.tgt_i];
         size_t k = v->iov_len < n ? v->iov_len : n;
         copy_ordered(v->iov_base, src, k);
         src += k;
@@ -685,7 +134,7 @@ static void place_bytes(struct emu_qp *qp, const uint8_t *src, size_t n)
         v->iov_base = (char *)v->iov_base + k;
         v->iov_len -= k;
         if (v->iov_len == 0)
-            qp->tgt_i++;
+            qp->rx.tgt_i++;
     }
 }
 
@@ -699,143 +148,140 @@ static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
  * see qp_rx_run). */
 static void placed_direct(struct emu_qp *qp, size_t n)
 {
-    qp->pay_left -= (uint32_t)n;
-    qp->rx_bytes += n;
-    while (n > 0 && qp->tgt_i < qp->tgt_n) {
-        struct iovec *v = &qp->tgt[qp->tgt_i];
+    qp->rx.pay_left -= (uint32_t)n;
+    qp->rx.bytes += n;
+    while (n > 0 && qp->rx.tgt_i < qp->rx.tgt_n) {
+        struct iovec *v = &qp->rx.tgt[qp->rx.tgt_i];
         size_t k = v->iov_len < n ? v->iov_len : n;
         n -= k;
         v->iov_base = (char *)v->iov_base + k;
         v->iov_len -= k;
         if (v->iov_len == 0)
-            qp->tgt_i++;
+            qp->rx.tgt_i++;
     }
 }
 
 static void to_trailer(struct emu_qp *qp)
 {
-    qp->phase = RX_TRL;
-    qp->trl_have = 0;
-    qp->trl_need = emu_fpdu_pad(qp->ulpdu_len) + 4;
+    qp->rx.phase = RX_TRL;
+    qp->rx.trl_have = 0;
+    qp->rx.trl_need = emu_fpdu_pad(qp->rx.ulpdu_len) + 4;
 }
 
 /* CRC on: a frame whose CRC fails must not change target memory (an RNIC
  * that places cut-through, as siw does, lets a corrupted Write land before
  * its Terminate). So the payload is placed only once the whole rest of the
  * FPDU (payload, pad, CRC: at most 65,528 bytes, within the prefetch
- * buffer) is in and checked. Returns 1 when placed (the trailer follows,
- * already known good), 0 to wait for more bytes (they stay in the
- * prefetch buffer, which rx_run then fills behind them), or a failure. */
-static int place_verified(struct emu_qp *qp, bool engine)
+ * buffer) is in and checked. Returns 0 when placed (the trailer follows,
+ * already known good), 1 to wait for more bytes (they stay in the
+ * prefetch buffer, which rx_run then fills behind them), or QP_RX_FAILED. */
+static int place_verified(struct emu_qp *qp)
 {
-    uint32_t avail = qp->pf_len - qp->pf_off;
-    const uint8_t *p = qp->pf + qp->pf_off;
-    uint32_t pad = emu_fpdu_pad(qp->ulpdu_len);
-    if (avail < qp->pay_left + pad + 4)
-        return 0;
-    uint32_t acc = emu_crc32c(qp->crc_acc, p, qp->pay_left);
-    if (emu_crc32c(acc, p + qp->pay_left, pad) != emu_crc32c_get_le(p + qp->pay_left + pad)) {
+    uint32_t avail = qp->rx.pf_len - qp->rx.pf_off;
+    const uint8_t *p = qp->rx.pf + qp->rx.pf_off;
+    uint32_t pad = emu_fpdu_pad(qp->rx.ulpdu_len);
+    if (avail < qp->rx.pay_left + pad + 4)
+        return 1;
+    uint32_t acc = emu_crc32c(qp->rx.crc_acc, p, qp->rx.pay_left);
+    if (emu_crc32c(acc, p + qp->rx.pay_left, pad) != emu_crc32c_get_le(p + qp->rx.pay_left + pad)) {
         struct emu_term t;
         emu_term_init(&t, EMU_TERM_LLP, EMU_TERM_LLP_MPA, EMU_MPA_LLP_CRC, NULL, 0, 0);
-        return rx_fail(qp, &t, EBADMSG, engine);
+        return qp_rx_refuse_term(qp, &t, EBADMSG);
     }
-    qp->crc_acc = acc;
-    uint32_t n = qp->pay_left;
+    qp->rx.crc_acc = acc;
+    uint32_t n = qp->rx.pay_left;
     place_bytes(qp, p, n);
-    qp->pf_off += n;
+    qp->rx.pf_off += n;
     to_trailer(qp);
-    return 1;
+    return 0;
 }
 
-/* Run the state machine over the prefetched bytes. 0, or a negative
- * error once the connection must end. */
-static int process(struct emu_qp *qp, bool engine)
+/* Collect a header or trailer from the prefetch buffer into dst until
+ * *have reaches need; false: the buffer ran out first. */
+static bool gather(struct emu_qp *qp, uint8_t *dst, size_t *have, size_t need)
+{
+    if (*have < need) {
+        size_t avail = qp->rx.pf_len - qp->rx.pf_off;
+        size_t k = need - *have < avail ? need - *have : avail;
+        memcpy(dst + *have, qp->rx.pf + qp->rx.pf_off, k);
+        *have += k;
+        qp->rx.pf_off += (uint32_t)k;
+    }
+    return *have >= need;
+}
+
+/* Run the state machine over the prefetched bytes: 0 (all used, or an FPDU
+ * waits whole in the buffer for its CRC check), QP_RX_STALL (a header waits
+ * for a posted receive) or QP_RX_FAILED. */
+static int process(struct emu_qp *qp)
 {
     for (;;) {
-        uint32_t avail = qp->pf_len - qp->pf_off;
-        const uint8_t *p = qp->pf + qp->pf_off;
-        switch (qp->phase) {
+        uint32_t avail = qp->rx.pf_len - qp->rx.pf_off;
+        const uint8_t *p = qp->rx.pf + qp->rx.pf_off;
+        switch (qp->rx.phase) {
         case RX_LEN:
         case RX_HDR: {
-            if (qp->hhave < qp->hneed) {
-                if (avail == 0)
-                    return 0;
-                size_t k = qp->hneed - qp->hhave;
-                if (k > avail)
-                    k = avail;
-                memcpy(qp->hbuf + qp->hhave, p, k);
-                qp->hhave += k;
-                qp->pf_off += (uint32_t)k;
-                if (qp->hhave < qp->hneed)
-                    return 0;
-            }
-            if (qp->phase == RX_LEN) {
-                qp->ulpdu_len = (uint16_t)(qp->hbuf[0] << 8 | qp->hbuf[1]);
-                qp->phase = RX_HDR;
-                qp->hneed = 2 + 2;
+            if (!gather(qp, qp->rx.hbuf, &qp->rx.hhave, qp->rx.hneed))
+                return 0;
+            if (qp->rx.phase == RX_LEN) {
+                qp->rx.ulpdu_len = emu_get_be16(qp->rx.hbuf + EMU_WIRE_FPDU_ULPDU_LEN);
+                qp->rx.phase = RX_HDR;
+                qp->rx.hneed = 2 + 2;
                 continue;
             }
             size_t need = 0;
-            int rc = emu_ddp_parse(qp->hbuf + 2, qp->hhave - 2, qp->ulpdu_len, &qp->ddp,
-                                   &qp->h, &need);
+            int rc = emu_ddp_parse(qp->rx.hbuf + 2, qp->rx.hhave - 2, qp->rx.ulpdu_len, &qp->rx.ddp,
+                                   &qp->rx.h, &need);
             if (rc == EMU_DDP_NEED_MORE) {
-                if (2 + need > sizeof qp->hbuf)
-                    return rx_fail_code(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
-                                        EMU_RDMAP_EC_UNSPECIFIED, engine);
-                qp->hneed = 2 + need;
+                if (2 + need > sizeof qp->rx.hbuf)
+                    return qp_rx_refuse(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
+                                        EMU_RDMAP_EC_UNSPECIFIED);
+                qp->rx.hneed = 2 + need;
                 continue;
             }
             if (rc != EMU_DDP_OK) {
                 struct emu_term t;
-                if (!emu_ddp_err_term(rc, qp->hbuf + 2, qp->hhave - 2, qp->ulpdu_len, &t))
+                if (!emu_ddp_err_term(rc, qp->rx.hbuf + 2, qp->rx.hhave - 2, qp->rx.ulpdu_len, &t))
                     emu_term_init(&t, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION,
                                   EMU_RDMAP_EC_UNSPECIFIED, NULL, 0, 0);
                 SD_DBG("qp", "%p bad header: %s", (void *)qp, emu_ddp_strerror(rc));
-                return rx_fail(qp, &t, EPROTO, engine);
+                return qp_rx_refuse_term(qp, &t, EPROTO);
             }
-            if (qp->crc)
-                qp->crc_acc = emu_crc32c(0, qp->hbuf, qp->hhave);
-            rc = header_done(qp, engine);
+            if (qp->link.crc)
+                qp->rx.crc_acc = emu_crc32c(0, qp->rx.hbuf, qp->rx.hhave);
+            rc = qp_rx_op_start(qp);
             if (rc != 0)
-                return rc; /* error, or QP_RX_STALL with the header kept */
-            qp->pay_left = qp->h.payload_len;
-            qp->phase = RX_PAY;
+                return rc; /* failure, or QP_RX_STALL with the header kept */
+            qp->rx.pay_left = qp->rx.h.payload_len;
+            qp->rx.phase = RX_PAY;
             continue;
         }
         case RX_PAY:
-            if (qp->pay_left == 0) {
+            if (qp->rx.pay_left == 0) {
                 to_trailer(qp);
                 continue;
             }
-            if (qp->crc) {
-                int rc = place_verified(qp, engine);
-                if (rc <= 0)
+            if (qp->link.crc) {
+                int rc = place_verified(qp);
+                if (rc == 1)
+                    return 0; /* the rest of the FPDU is still to come */
+                if (rc != 0)
                     return rc;
                 continue;
             }
             if (avail == 0)
                 return 0;
             {
-                uint32_t k = qp->pay_left < avail ? qp->pay_left : avail;
+                uint32_t k = qp->rx.pay_left < avail ? qp->rx.pay_left : avail;
                 place(qp, p, k);
-                qp->pf_off += k;
+                qp->rx.pf_off += k;
             }
             continue;
         case RX_TRL: {
-            if (qp->trl_have < qp->trl_need) {
-                if (avail == 0)
-                    return 0;
-                size_t k = qp->trl_need - qp->trl_have;
-                if (k > avail)
-                    k = avail;
-                memcpy(qp->trl + qp->trl_have, p, k);
-                qp->trl_have += k;
-                qp->pf_off += (uint32_t)k;
-                if (qp->trl_have < qp->trl_need)
-                    return 0;
-            }
-            int rc = seg_done(qp, engine);
-            if (rc < 0)
+            if (!gather(qp, qp->rx.trl, &qp->rx.trl_have, qp->rx.trl_need))
+                return 0;
+            int rc = seg_done(qp);
+            if (rc != 0)
                 return rc;
             continue;
         }
@@ -845,77 +291,56 @@ static int process(struct emu_qp *qp, bool engine)
     }
 }
 
-/* Receiver not ready: stop here. The engine pauses reading and looks again
- * after the RNR timer; a consumer thread leaves it to the engine (once per
- * stall: the engine may have no readable bytes to wake it). */
-static int rx_stalled(struct emu_qp *qp, bool engine)
-{
-    if (engine) {
-        pthread_mutex_lock(&qp->sq_lock);
-        if (qp->c)
-            emu_conn_set_rx_retry(qp->c, qp->a.rnr_timer_us);
-        pthread_mutex_unlock(&qp->sq_lock);
-        return EMU_RX_PAUSE;
-    }
-    if (!qp->rnr_kicked) {
-        qp->rnr_kicked = true;
-        pthread_mutex_lock(&qp->sq_lock);
-        struct emu_conn *c = qp->c;
-        if (c)
-            emu_conn_rx_kick(c);
-        pthread_mutex_unlock(&qp->sq_lock);
-    }
-    return EMU_RX_OK;
-}
-
-static int rx_run(struct emu_qp *qp, int fd, bool engine);
+static int rx_run(struct emu_qp *qp, int fd);
 
 /* Receive completions reach the consumer once the bytes read with them are
  * processed: a placement probe right behind a Send is answered (its
  * response handed to the socket) before the consumer learns of the Send
  * and perhaps closes the connection, as an HCA's ACK leaves before the
- * completion is polled. */
-int qp_rx_run(struct emu_qp *qp, int fd, bool engine)
+ * completion is polled. A failure has gone through qp_rx_fail (rx.dead is
+ * set); what it means for the connection is the caller's to decide. */
+int qp_rx_run(struct emu_qp *qp, int fd)
 {
-    int rc = rx_run(qp, fd, engine);
+    int rc = rx_run(qp, fd);
+    if (rc == QP_RX_FAILED)
+        rc = qp_rx_fail(qp);
     qp_rx_deliver_pending(qp);
     /* A stalled header sits in the QP, where poll(2) cannot see it:
      * emu_qp_progress_many must look at this QP whatever the socket says. */
-    atomic_store_explicit(&qp->rx_held, qp->rnr_since != 0, memory_order_relaxed);
+    atomic_store_explicit(&qp->poll.rx_held, qp->rx.rnr_since != 0, memory_order_relaxed);
     return rc;
 }
 
 void qp_rx_deliver_pending(struct emu_qp *qp)
 {
-    for (uint32_t i = 0; i < qp->rxc_n; i++)
+    for (uint32_t i = 0; i < qp->rx.rxc_n; i++)
         if (qp->ops.recv_done)
-            qp->ops.recv_done(qp->a.ctx, &qp->rxc[i]);
-    qp->rxc_n = 0;
+            qp->ops.recv_done(qp->a.ctx, &qp->rx.rxc[i]);
+    qp->rx.rxc_n = 0;
 }
 
-static int rx_run(struct emu_qp *qp, int fd, bool engine)
+/* EMU_RX_OK / EMU_RX_EOF, QP_RX_STALL, QP_RX_FAILED, or -errno from the socket. */
+static int rx_run(struct emu_qp *qp, int fd)
 {
     for (int round = 0; round < RX_ROUNDS; round++) {
-        int rc = process(qp, engine);
-        if (rc < 0)
+        int rc = process(qp);
+        if (rc != 0)
             return rc;
-        if (rc == QP_RX_STALL)
-            return rx_stalled(qp, engine);
         ssize_t n;
         /* CRC on: no placement in place. The CRC must cover the bytes that
          * came off the wire, not the target memory read back afterwards:
          * the target's owner may write into it meanwhile (undefined data,
          * but never a false CRC error that breaks the connection). So the
          * payload goes through the prefetch buffer (one more copy). */
-        if (!qp->crc && qp->phase == RX_PAY && qp->pay_left >= QP_DIRECT_MIN &&
-            qp->tgt_i < qp->tgt_n) {
+        if (!qp->link.crc && qp->rx.phase == RX_PAY && qp->rx.pay_left >= QP_DIRECT_MIN &&
+            qp->rx.tgt_i < qp->rx.tgt_n) {
             /* The segment's last bytes come through the prefetch buffer
              * and place(): address order (copy_ordered). */
-            size_t want = qp->pay_left - QP_RX_ORDERED_TAIL;
+            size_t want = qp->rx.pay_left - QP_RX_ORDERED_TAIL;
             struct iovec iov[EMU_QP_MAX_SGE + 2];
             uint32_t k = 0;
-            for (uint32_t i = qp->tgt_i; i < qp->tgt_n && want > 0; i++) {
-                iov[k] = qp->tgt[i];
+            for (uint32_t i = qp->rx.tgt_i; i < qp->rx.tgt_n && want > 0; i++) {
+                iov[k] = qp->rx.tgt[i];
                 if (iov[k].iov_len > want)
                     iov[k].iov_len = want;
                 want -= iov[k].iov_len;
@@ -924,29 +349,29 @@ static int rx_run(struct emu_qp *qp, int fd, bool engine)
             /* Only a short tail into the prefetch buffer: enough for the
              * trailer and the next header, so a following large payload
              * is not copied through the buffer. */
-            iov[k].iov_base = qp->pf;
+            iov[k].iov_base = qp->rx.pf;
             iov[k].iov_len = QP_DIRECT_TAIL;
             k++;
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = k};
-            n = recvmsg(fd, &mh, MSG_DONTWAIT);
+            n = emu_wire_recv(qp->link.c, fd, &mh, MSG_DONTWAIT);
             if (n > 0) {
-                size_t direct = qp->pay_left - QP_RX_ORDERED_TAIL;
+                size_t direct = qp->rx.pay_left - QP_RX_ORDERED_TAIL;
                 size_t placed = (size_t)n < direct ? (size_t)n : direct;
                 placed_direct(qp, placed);
-                qp->pf_off = 0;
-                qp->pf_len = (uint32_t)((size_t)n - placed);
+                qp->rx.pf_off = 0;
+                qp->rx.pf_len = (uint32_t)((size_t)n - placed);
             }
         } else {
             /* Bytes process() left waiting (an FPDU checked whole before
              * placement) move to the front; the new ones go behind them. */
-            uint32_t keep = qp->pf_len - qp->pf_off;
-            if (keep > 0 && qp->pf_off > 0)
-                memmove(qp->pf, qp->pf + qp->pf_off, keep);
-            qp->pf_off = 0;
-            qp->pf_len = keep;
-            n = recv(fd, qp->pf + keep, QP_PF_SIZE - keep, MSG_DONTWAIT);
+            uint32_t keep = qp->rx.pf_len - qp->rx.pf_off;
+            if (keep > 0 && qp->rx.pf_off > 0)
+                memmove(qp->rx.pf, qp->rx.pf + qp->rx.pf_off, keep);
+            qp->rx.pf_off = 0;
+            qp->rx.pf_len = keep;
+            n = emu_wire_recv1(qp->link.c, fd, qp->rx.pf + keep, QP_PF_SIZE - keep, MSG_DONTWAIT);
             if (n > 0)
-                qp->pf_len = keep + (uint32_t)n;
+                qp->rx.pf_len = keep + (uint32_t)n;
         }
         if (n == 0)
             return EMU_RX_EOF;
@@ -960,15 +385,9 @@ static int rx_run(struct emu_qp *qp, int fd, bool engine)
              * anything else a transport failure worth reporting. */
             if (err != ECONNRESET && err != EPIPE)
                 qp_fatal(qp, false, NULL, err);
-            if (!engine) {
-                qp->rx_dead = true;
-                qp->rx_err = -err;
-            }
             return -err;
         }
     }
-    int rc = process(qp, engine);
-    if (rc == QP_RX_STALL)
-        return rx_stalled(qp, engine);
-    return rc < 0 ? rc : EMU_RX_OK;
+    int rc = process(qp);
+    return rc != 0 ? rc : EMU_RX_OK;
 }

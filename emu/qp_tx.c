@@ -1,15 +1,16 @@
 /* Queue pair, transmit side: cut send-queue work and Read Responses into
  * FPDUs, coalesce them into one writev, resume partial writes exactly.
- * Everything here runs with sq_lock held. */
-#include "emu/fault.h"
+ * Everything here runs with tx.lock held. */
 #include "emu/qp_internal.h"
+
+#include "emu/fault.h"
 
 #include "emu/log.h"
 
 #include <errno.h>
 #include <string.h>
 
-static void batch_reset(struct txbatch *b)
+void qp_tx_batch_reset(struct txbatch *b)
 {
     b->niov = b->iov_pos = b->nrec = b->rec_pos = 0;
     b->rec_done = b->bytes = 0;
@@ -18,9 +19,9 @@ static void batch_reset(struct txbatch *b)
 
 static bool batch_room(const struct emu_qp *qp)
 {
-    const struct txbatch *b = &qp->tb;
+    const struct txbatch *b = &qp->tx.tb;
     /* CRC on: the next FPDU's payload (< mulpdu) must fit the staging area. */
-    if (qp->crc && b->stage_used + qp->mulpdu > QP_TX_STAGE_BYTES)
+    if (qp->link.crc && b->stage_used + qp->link.mulpdu > QP_TX_STAGE_BYTES)
         return false;
     return b->nrec < QP_TXB_FPDUS && b->niov + 2 + EMU_QP_MAX_SGE <= QP_TXB_IOV &&
            b->bytes < QP_TXB_BYTES;
@@ -51,11 +52,11 @@ static uint32_t stage_payload(struct txbatch *b, const struct iovec *pay, uint32
 static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const struct iovec *pay,
                       uint32_t npay, uint32_t paylen, uint8_t kind, uint32_t idx, bool msg_end)
 {
-    struct txbatch *b = &qp->tb;
+    struct txbatch *b = &qp->tx.tb;
     uint32_t r = b->nrec;
     size_t hlen = 0;
     struct iovec staged;
-    if (qp->crc && paylen > 0) {
+    if (qp->link.crc && paylen > 0) {
         npay = stage_payload(b, pay, npay, &staged);
         pay = &staged;
     }
@@ -70,8 +71,8 @@ static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const stru
     for (uint32_t i = 0; i < npay; i++)
         if (pay[i].iov_len)
             b->iov[b->niov++] = pay[i];
-    size_t tl = emu_fpdu_build_trailer(b->hdr[r], hlen, pay, (int)npay, qp->crc, b->trl[r]);
-    if (qp->crc && emu_fault_hit(EMU_FAULT_CRC)) /* SOFTDAT_FAULT crc= */
+    size_t tl = emu_fpdu_build_trailer(b->hdr[r], hlen, pay, (int)npay, qp->link.crc, b->trl[r]);
+    if (qp->link.crc && emu_fault_hit(EMU_FAULT_CRC)) /* SOFTDAT_FAULT crc= */
         b->trl[r][tl - 1] ^= 0xFF;
     b->iov[b->niov].iov_base = b->trl[r];
     b->iov[b->niov].iov_len = tl;
@@ -93,17 +94,17 @@ static void local_fail(struct emu_qp *qp, struct sq_wqe *w, enum emu_wc_status s
 {
     w->has_err = true;
     w->err = st;
-    qp->tx_dead = true;
+    qp->tx.dead = true;
     qp_fatal(qp, false, NULL, err);
-    if (qp->c)
-        emu_conn_fail(qp->c, err);
+    if (qp->link.c)
+        emu_conn_fail(qp->link.c, err);
 }
 
 static uint32_t next_read_tag(struct emu_qp *qp)
 {
     /* Only we interpret it (Read Responses carry it back); never 0. */
-    qp->read_seq++;
-    return ((qp->read_seq & 0xFFFFFFu) << 8) | 0xA5u;
+    qp->tx.read_seq++;
+    return ((qp->tx.read_seq & 0xFFFFFFu) << 8) | 0xA5u;
 }
 
 /* The consumer's Reads and atomics may use the negotiated ORD, but with
@@ -111,15 +112,15 @@ static uint32_t next_read_tag(struct emu_qp *qp)
  * one more for the placement probes (lib/provider/ep_cm.c). */
 static uint32_t consumer_ord(const struct emu_qp *qp)
 {
-    if (qp->a.placement_ack && qp->a.ord < qp->ord)
+    if (qp->a.placement_ack && qp->a.ord < qp->link.ord)
         return qp->a.ord;
-    return qp->ord;
+    return qp->link.ord;
 }
 
 static bool ord_full(const struct emu_qp *qp)
 {
-    uint32_t probes = qp->caps != 0 ? 0 : qp->probes_out; /* beyond IRD at a softdat peer */
-    return qp->reads_out + probes >= qp->ord || qp->reads_out >= consumer_ord(qp);
+    uint32_t probes = qp->link.caps != 0 ? 0 : qp->orq.probes_out; /* beyond IRD at a softdat peer */
+    return qp->orq.reads_out + probes >= qp->link.ord || qp->orq.reads_out >= consumer_ord(qp);
 }
 
 static bool needs_ack(const struct emu_qp *qp, const struct sq_wqe *w);
@@ -128,12 +129,12 @@ static void cover_upto(struct emu_qp *qp, uint32_t idx);
 /* Start the WR at sq_tx. false: the send queue cannot make progress now. */
 static bool start_sq(struct emu_qp *qp)
 {
-    while (qp->sq_tx != qp->sq_tail) {
-        uint32_t idx = qp->sq_tx;
+    while (qp->tx.sq_tx != qp->tx.sq_tail) {
+        uint32_t idx = qp->tx.sq_tx;
         struct sq_wqe *w = sq_at(qp, idx);
-        if ((w->flags & EMU_WR_FENCE) && qp->reads_out > 0)
+        if ((w->flags & EMU_WR_FENCE) && qp->orq.reads_out > 0)
             return false;
-        struct txcur *c = &qp->cur;
+        struct txcur *c = &qp->tx.cur;
         memset(&c->tmpl, 0, sizeof c->tmpl);
         c->idx = idx;
         c->part = 0;
@@ -148,10 +149,10 @@ static bool start_sq(struct emu_qp *qp)
                 ms = emu_mem_mw_unbind(w->mw);
             } else {
                 struct emu_mw_bind_attr ba = w->bind;
-                ba.conn_id = qp->conn_id;
+                ba.conn_id = qp->link.conn_id;
                 ms = emu_mem_mw_bind(w->mw, &ba, &stag);
             }
-            qp->sq_tx++;
+            qp->tx.sq_tx++;
             w->sink_stag = stag;
             qp_sq_report(qp, idx, ms == EMU_MEM_OK ? EMU_WC_SUCCESS : EMU_WC_BIND_FAILED, 0);
             continue;
@@ -167,9 +168,9 @@ static bool start_sq(struct emu_qp *qp)
             else
                 c->tmpl.opcode = (w->flags & EMU_WR_SOLICITED) ? EMU_OP_SEND_SE : EMU_OP_SEND;
             c->tmpl.inv_stag = w->inv_stag;
-            w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_SEND]++;
+            w->msn = c->tmpl.msn = qp->tx.msn[EMU_QN_SEND]++;
             emu_ddp_seg_init(&c->seg, w->len,
-                             qp->mulpdu, false);
+                             qp->link.mulpdu, false);
             break;
         case EMU_WR_WRITE:
         case EMU_WR_WRITE_IMM:
@@ -181,11 +182,11 @@ static bool start_sq(struct emu_qp *qp)
             c->tmpl.tagged = true;
             c->tmpl.stag = w->rstag;
             c->base_to = w->rto;
-            emu_ddp_seg_init(&c->seg, w->len, qp->mulpdu, true);
+            emu_ddp_seg_init(&c->seg, w->len, qp->link.mulpdu, true);
             break;
         case EMU_WR_READ:
             if (consumer_ord(qp) == 0) {
-                qp->sq_tx++;
+                qp->tx.sq_tx++;
                 qp_sq_report(qp, idx, EMU_WC_LOC_PROT, 0);
                 continue;
             }
@@ -196,7 +197,7 @@ static bool start_sq(struct emu_qp *qp)
             if (ord_full(qp))
                 return false; /* ORD exhausted: the queue stalls in order */
             c->tmpl.opcode = EMU_OP_READ_REQ;
-            w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_READ_REQ]++;
+            w->msn = c->tmpl.msn = qp->tx.msn[EMU_QN_READ_REQ]++;
             w->sink_stag = next_read_tag(qp);
             c->tmpl.u.rreq.sink_stag = w->sink_stag;
             c->tmpl.u.rreq.sink_to = 0;
@@ -204,22 +205,22 @@ static bool start_sq(struct emu_qp *qp)
             c->tmpl.u.rreq.src_stag = w->rstag;
             c->tmpl.u.rreq.src_to = w->rto;
             c->nsge = 0;
-            emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
-            qp->reads_out++;
-            *rd_at(qp, qp->rd_tail++) = (struct rd_ent){.idx = idx};
+            emu_ddp_seg_init(&c->seg, 0, qp->link.mulpdu, false);
+            qp->orq.reads_out++;
+            *orq_at(qp, qp->orq.tail++) = (struct rd_ent){.idx = idx};
             cover_upto(qp, idx);
             break;
         case EMU_WR_FETCH_ADD:
         case EMU_WR_CMP_SWAP:
             if (consumer_ord(qp) == 0) {
-                qp->sq_tx++;
+                qp->tx.sq_tx++;
                 qp_sq_report(qp, idx, EMU_WC_LOC_PROT, 0);
                 continue;
             }
             if (ord_full(qp))
                 return false; /* atomics share ORD with Reads */
             c->tmpl.opcode = EMU_OP_ATOMIC_REQ;
-            w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_READ_REQ]++;
+            w->msn = c->tmpl.msn = qp->tx.msn[EMU_QN_READ_REQ]++;
             c->tmpl.u.areq.req_id = w->msn;
             c->tmpl.u.areq.stag = w->rstag;
             c->tmpl.u.areq.to = w->rto;
@@ -235,9 +236,9 @@ static bool start_sq(struct emu_qp *qp)
                 c->tmpl.u.areq.add_swap_mask = UINT64_MAX;
             }
             c->nsge = 0;
-            emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
-            qp->reads_out++;
-            *rd_at(qp, qp->rd_tail++) = (struct rd_ent){.idx = idx};
+            emu_ddp_seg_init(&c->seg, 0, qp->link.mulpdu, false);
+            qp->orq.reads_out++;
+            *orq_at(qp, qp->orq.tail++) = (struct rd_ent){.idx = idx};
             cover_upto(qp, idx);
             break;
         default:
@@ -245,9 +246,9 @@ static bool start_sq(struct emu_qp *qp)
             return false;
         }
         w->st = WQ_TX;
-        qp->sq_tx++;
+        qp->tx.sq_tx++;
         if (needs_ack(qp, w))
-            qp->ack_tail = qp->sq_tx;
+            qp->tx.ack_tail = qp->tx.sq_tx;
         c->kind = TXK_SQ;
         return true;
     }
@@ -256,23 +257,23 @@ static bool start_sq(struct emu_qp *qp)
 
 static bool start_ird(struct emu_qp *qp)
 {
-    if (qp->irq_tx == qp->irq_tail)
+    if (!irq_has_new(qp))
         return false;
-    uint32_t slot = qp->irq_tx % qp->irq_cap;
-    struct ird_ent *e = &qp->irq[slot];
-    struct txcur *c = &qp->cur;
+    uint32_t slot = qp->irq.tx % qp->irq.cap;
+    struct ird_ent *e = &qp->irq.ent[slot];
+    struct txcur *c = &qp->tx.cur;
     memset(&c->tmpl, 0, sizeof c->tmpl);
     if (e->atomic) {
         c->tmpl.opcode = EMU_OP_ATOMIC_RESP;
-        c->tmpl.msn = qp->tx_msn[EMU_QN_ATOMIC_RESP]++;
+        c->tmpl.msn = qp->tx.msn[EMU_QN_ATOMIC_RESP]++;
         c->tmpl.u.aresp.req_id = e->req_id;
         c->tmpl.u.aresp.orig = e->orig;
         c->nsge = 0;
         c->idx = slot;
         c->part = 0;
-        emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
+        emu_ddp_seg_init(&c->seg, 0, qp->link.mulpdu, false);
         c->kind = TXK_IRD;
-        qp->irq_tx++;
+        qp->irq.tx++;
         return true;
     }
     c->tmpl.opcode = EMU_OP_READ_RESP;
@@ -285,9 +286,9 @@ static bool start_ird(struct emu_qp *qp)
     c->nsge = e->size ? 1 : 0;
     c->idx = slot;
     c->part = 0;
-    emu_ddp_seg_init(&c->seg, e->size, qp->mulpdu, true);
+    emu_ddp_seg_init(&c->seg, e->size, qp->link.mulpdu, true);
     c->kind = TXK_IRD;
-    qp->irq_tx++;
+    qp->irq.tx++;
     return true;
 }
 
@@ -302,34 +303,34 @@ static bool start_ird(struct emu_qp *qp)
  */
 static bool probe_due(const struct emu_qp *qp, bool sq_dry)
 {
-    int32_t uncovered = (int32_t)(qp->ack_tail - qp->covered);
+    int32_t uncovered = (int32_t)(qp->tx.ack_tail - qp->orq.covered);
     if (uncovered <= 0)
         return false;
-    if (qp->caps != 0 ? qp->probes_out >= QP_PROBES_MAX
-                      : qp->probes_out > 0 || qp->reads_out >= qp->ord)
+    if (qp->link.caps != 0 ? qp->orq.probes_out >= QP_PROBES_MAX
+                      : qp->orq.probes_out > 0 || qp->orq.reads_out >= qp->link.ord)
         return false;
-    return sq_dry || (uint32_t)uncovered * 2 >= qp->sq_cap;
+    return sq_dry || (uint32_t)uncovered * 2 >= qp->tx.sq_cap;
 }
 
 static bool needs_ack(const struct emu_qp *qp, const struct sq_wqe *w)
 {
-    return qp->a.placement_ack && qp->ord > 0 &&
+    return qp->a.placement_ack && qp->link.ord > 0 &&
            (w->op == EMU_WR_SEND || w->op == EMU_WR_WRITE || w->op == EMU_WR_WRITE_IMM);
 }
 
 /* A Read Request about to go out after everything before SQ index idx. */
 static void cover_upto(struct emu_qp *qp, uint32_t idx)
 {
-    if ((int32_t)(idx - qp->covered) > 0)
-        qp->covered = idx;
+    if ((int32_t)(idx - qp->orq.covered) > 0)
+        qp->orq.covered = idx;
 }
 
 static bool start_probe(struct emu_qp *qp)
 {
-    struct txcur *c = &qp->cur;
+    struct txcur *c = &qp->tx.cur;
     memset(&c->tmpl, 0, sizeof c->tmpl);
     c->tmpl.opcode = EMU_OP_READ_REQ;
-    c->tmpl.msn = qp->tx_msn[EMU_QN_READ_REQ]++;
+    c->tmpl.msn = qp->tx.msn[EMU_QN_READ_REQ]++;
     uint32_t stag = next_read_tag(qp);
     c->tmpl.u.rreq.sink_stag = stag; /* size 0: no source STag is checked */
     c->sge = NULL;
@@ -337,12 +338,12 @@ static bool start_probe(struct emu_qp *qp)
     c->base_to = 0;
     c->part = 0;
     c->idx = 0;
-    emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
+    emu_ddp_seg_init(&c->seg, 0, qp->link.mulpdu, false);
     c->kind = TXK_PROBE;
-    *rd_at(qp, qp->rd_tail++) = (struct rd_ent){.idx = qp->sq_tx, .probe = true, .stag = stag};
-    qp->probes_out++;
-    cover_upto(qp, qp->sq_tx);
-    qp->probes++;
+    *orq_at(qp, qp->orq.tail++) = (struct rd_ent){.idx = qp->tx.sq_tx, .probe = true, .stag = stag};
+    qp->orq.probes_out++;
+    cover_upto(qp, qp->tx.sq_tx);
+    qp->orq.probes++;
     return true;
 }
 
@@ -350,21 +351,21 @@ static bool start_probe(struct emu_qp *qp)
  * send queue alternate, responses in arrival order. */
 static bool start_next(struct emu_qp *qp)
 {
-    bool ird = qp->irq_tx != qp->irq_tail;
-    if (ird && qp->last_was_resp == false) {
-        qp->last_was_resp = true;
+    bool ird = irq_has_new(qp);
+    if (ird && qp->tx.last_was_resp == false) {
+        qp->tx.last_was_resp = true;
         return start_ird(qp);
     }
     if (probe_due(qp, false))
         return start_probe(qp);
     if (start_sq(qp)) {
-        qp->last_was_resp = false;
+        qp->tx.last_was_resp = false;
         return true;
     }
     if (probe_due(qp, true))
         return start_probe(qp);
-    if (ird && !qp->tx_dead) {
-        qp->last_was_resp = true;
+    if (ird && !qp->tx.dead) {
+        qp->tx.last_was_resp = true;
         return start_ird(qp);
     }
     return false;
@@ -372,8 +373,8 @@ static bool start_next(struct emu_qp *qp)
 
 static void fill_batch(struct emu_qp *qp)
 {
-    struct txcur *c = &qp->cur;
-    while (!qp->tx_dead && batch_room(qp)) {
+    struct txcur *c = &qp->tx.cur;
+    while (!qp->tx.dead && batch_room(qp)) {
         if (c->kind == TXK_NONE && !start_next(qp))
             break;
         struct emu_ddp_seg_info si;
@@ -394,7 +395,7 @@ static void fill_batch(struct emu_qp *qp)
             if (c->kind == TXK_SQ)
                 local_fail(qp, sq_at(qp, c->idx), EMU_WC_LOC_QP, EPROTO);
             else
-                qp->tx_dead = true;
+                qp->tx.dead = true;
             c->kind = TXK_NONE;
             break;
         }
@@ -403,11 +404,11 @@ static void fill_batch(struct emu_qp *qp)
             c->part = 1;
             memset(&c->tmpl, 0, sizeof c->tmpl);
             c->tmpl.opcode = (w->flags & EMU_WR_SOLICITED) ? EMU_OP_IMM_SE : EMU_OP_IMM;
-            w->msn = c->tmpl.msn = qp->tx_msn[EMU_QN_SEND]++;
+            w->msn = c->tmpl.msn = qp->tx.msn[EMU_QN_SEND]++;
             emu_rdmap_imm_from_u32(c->tmpl.u.imm, w->imm);
             c->nsge = 0;
             c->base_to = 0;
-            emu_ddp_seg_init(&c->seg, 0, qp->mulpdu, false);
+            emu_ddp_seg_init(&c->seg, 0, qp->link.mulpdu, false);
         }
         if (end)
             c->kind = TXK_NONE;
@@ -416,8 +417,8 @@ static void fill_batch(struct emu_qp *qp)
 
 static void rec_complete(struct emu_qp *qp, const struct txrec *r)
 {
-    qp->tx_fpdus++;
-    qp->tx_bytes += r->len;
+    qp->tx.fpdus++;
+    qp->tx.bytes += r->len;
     if (!r->msg_end)
         return;
     switch (r->kind) {
@@ -429,7 +430,7 @@ static void rec_complete(struct emu_qp *qp, const struct txrec *r)
         } else if (needs_ack(qp, w)) {
             if (w->st == WQ_TX) {
                 w->st = WQ_ACK;
-                qp->unacked++;
+                qp->tx.unacked++;
             }
         } else {
             qp_sq_report(qp, r->idx, EMU_WC_SUCCESS, (uint32_t)w->len);
@@ -437,11 +438,10 @@ static void rec_complete(struct emu_qp *qp, const struct txrec *r)
         break;
     }
     case TXK_IRD:
-        emu_mem_put(&qp->irq[r->idx].ref);
-        qp->irq_head++;
+        irq_pop(qp, r->idx);
         break;
     case TXK_CTRL:
-        qp->tx_dead = true;
+        qp->tx.dead = true;
         break;
     default:
         break;
@@ -450,7 +450,7 @@ static void rec_complete(struct emu_qp *qp, const struct txrec *r)
 
 static void consume(struct emu_qp *qp, size_t n)
 {
-    struct txbatch *b = &qp->tb;
+    struct txbatch *b = &qp->tx.tb;
     size_t left = n;
     while (left > 0 && b->iov_pos < b->niov) {
         struct iovec *v = &b->iov[b->iov_pos];
@@ -476,38 +476,38 @@ static void consume(struct emu_qp *qp, size_t n)
 static void build_terminate(struct emu_qp *qp)
 {
     struct emu_ddp_hdr h;
-    emu_term_hdr(&h, &qp->term_out);
-    qp->term_pending = false;
+    emu_term_hdr(&h, &qp->tx.term_out);
+    qp->tx.term_pending = false;
     if (!batch_add(qp, &h, NULL, 0, 0, TXK_CTRL, 0, true))
-        qp->tx_dead = true;
+        qp->tx.dead = true;
 }
 
 void qp_tx_pump(struct emu_qp *qp)
 {
-    struct emu_conn *cn = qp->c;
-    atomic_store_explicit(&qp->irq_deferred, false, memory_order_relaxed);
-    if (!cn || qp->want_tx || qp->tx_hold)
+    struct emu_conn *cn = qp->link.c;
+    atomic_store_explicit(&qp->irq.deferred, false, memory_order_relaxed);
+    if (!cn || qp->tx.want_tx || qp->tx.hold)
         return;
-    struct txbatch *b = &qp->tb;
+    struct txbatch *b = &qp->tx.tb;
     for (int round = 0; round < 64; round++) {
         if (b->rec_pos == b->nrec) {
-            batch_reset(b);
-            if (qp->term_pending)
+            qp_tx_batch_reset(b);
+            if (qp->tx.term_pending)
                 build_terminate(qp);
-            else if (!qp->tx_dead)
+            else if (!qp->tx.dead)
                 fill_batch(qp);
             if (b->nrec == 0)
                 break;
         }
         ssize_t n = emu_conn_writev(cn, b->iov + b->iov_pos, (int)(b->niov - b->iov_pos));
         if (n == -EAGAIN || n == 0) {
-            qp->want_tx = true;
+            qp->tx.want_tx = true;
             emu_conn_want_tx(cn, true);
             return;
         }
         if (n < 0) {
-            qp->tx_dead = true;
-            batch_reset(b);
+            qp->tx.dead = true;
+            qp_tx_batch_reset(b);
             if (n != -ENOTCONN && n != -EPIPE) {
                 qp_fatal(qp, false, NULL, (int)-n);
                 emu_conn_fail(cn, (int)-n);
@@ -516,32 +516,32 @@ void qp_tx_pump(struct emu_qp *qp)
         }
         consume(qp, (size_t)n);
     }
-    if (b->rec_pos != b->nrec || (!qp->tx_dead && qp->cur.kind != TXK_NONE)) {
+    if (b->rec_pos != b->nrec || (!qp->tx.dead && qp->tx.cur.kind != TXK_NONE)) {
         /* Out of rounds with work left: let the engine continue. */
-        qp->want_tx = true;
+        qp->tx.want_tx = true;
         emu_conn_want_tx(cn, true);
         return;
     }
-    if (qp->disc_pending && !qp->disc_done &&
-        (qp->tx_dead || (qp->cur.kind == TXK_NONE && qp->sq_tx == qp->sq_tail &&
-                         qp->irq_head == qp->irq_tail && qp->unacked == 0))) {
-        qp->disc_done = true;
+    if (qp->tx.disc_pending && !qp->tx.disc_done &&
+        (qp->tx.dead || (qp->tx.cur.kind == TXK_NONE && qp->tx.sq_tx == qp->tx.sq_tail &&
+                         irq_empty(qp) && qp->tx.unacked == 0))) {
+        qp->tx.disc_done = true;
         emu_conn_disconnect(cn, true);
     }
 }
 
 void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t)
 {
-    if (qp->term_pending || qp->tx_dead)
+    if (qp->tx.term_pending || qp->tx.dead)
         return;
-    struct txbatch *b = &qp->tb;
-    qp->term_out = *t;
-    qp->term_pending = true;
-    qp->tx_hold = false;
-    qp->cur.kind = TXK_NONE;
+    struct txbatch *b = &qp->tx.tb;
+    qp->tx.term_out = *t;
+    qp->tx.term_pending = true;
+    qp->tx.hold = false;
+    qp->tx.cur.kind = TXK_NONE;
     if (b->rec_pos < b->nrec) {
         if (b->rec_done == 0) {
-            batch_reset(b); /* at an FPDU boundary: drop the rest */
+            qp_tx_batch_reset(b); /* at an FPDU boundary: drop the rest */
         } else {
             /* Finish the FPDU in flight, drop the ones after it. */
             b->nrec = b->rec_pos + 1;
@@ -550,10 +550,10 @@ void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t)
     }
     /* The Terminate goes out now if the socket takes it; the caller breaks
      * the connection right after (RST), so this is best effort. */
-    bool was = qp->want_tx;
-    qp->want_tx = false;
+    bool was = qp->tx.want_tx;
+    qp->tx.want_tx = false;
     qp_tx_pump(qp);
-    if (qp->term_pending || qp->tb.rec_pos < qp->tb.nrec)
-        qp->want_tx = was || qp->want_tx;
-    qp->tx_dead = true;
+    if (qp->tx.term_pending || qp->tx.tb.rec_pos < qp->tx.tb.nrec)
+        qp->tx.want_tx = was || qp->tx.want_tx;
+    qp->tx.dead = true;
 }

@@ -2,7 +2,9 @@
  * name tables used in diagnostics. API in emu/ddp.h. */
 #include "emu/ddp.h"
 
+#include "emu/mem.h"
 #include "emu/mpa.h"
+#include "emu/wire.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +36,7 @@ void emu_term_init(struct emu_term *t, uint8_t layer, uint8_t etype, uint8_t eco
     t->seg_len = ulpdu_len;
     if (!seg || avail < 1)
         return;
-    uint8_t dlen = (seg[0] & EMU_DDP_T) ? EMU_DDP_TAGGED_HLEN : EMU_DDP_UNTAGGED_HLEN;
+    uint8_t dlen = (seg[EMU_WIRE_DDP_CTRL] & EMU_DDP_T) ? EMU_DDP_TAGGED_HLEN : EMU_DDP_UNTAGGED_HLEN;
     if (avail < dlen)
         return;
     t->hdrct |= EMU_TERM_HDRCT_D;
@@ -42,7 +44,7 @@ void emu_term_init(struct emu_term *t, uint8_t layer, uint8_t etype, uint8_t eco
     memcpy(t->ddp_hdr, seg, dlen);
     /* The Read Request header only when the failing message was one. */
     if (copy_rreq && dlen == EMU_DDP_UNTAGGED_HLEN &&
-        (seg[1] & EMU_RDMAP_OP_MASK) == EMU_OP_READ_REQ &&
+        (seg[EMU_WIRE_RDMAP_CTRL] & EMU_RDMAP_OP_MASK) == EMU_OP_READ_REQ &&
         avail >= EMU_DDP_UNTAGGED_HLEN + EMU_RDMAP_READ_REQ_LEN) {
         t->hdrct |= EMU_TERM_HDRCT_R;
         memcpy(t->rreq_hdr, seg + EMU_DDP_UNTAGGED_HLEN, EMU_RDMAP_READ_REQ_LEN);
@@ -53,7 +55,7 @@ bool emu_ddp_err_term(int err, const uint8_t *seg, size_t avail, uint16_t ulpdu_
                       struct emu_term *t)
 {
     uint8_t layer, etype, ecode;
-    bool tagged = seg && avail >= 1 && (seg[0] & EMU_DDP_T);
+    bool tagged = seg && avail >= 1 && (seg[EMU_WIRE_DDP_CTRL] & EMU_DDP_T);
     switch (err) {
     case EMU_DDP_E_DDP_VERSION:
         layer = EMU_TERM_DDP;
@@ -94,6 +96,51 @@ bool emu_ddp_err_term(int err, const uint8_t *seg, size_t avail, uint16_t ulpdu_
     }
     emu_term_init(t, layer, etype, ecode, seg, avail, ulpdu_len);
     return true;
+}
+
+/* Memory-check failures (emu/mem.c) as the Terminate a data sink or
+ * responder sends. A Write's target is a DDP tagged buffer (RFC 5041
+ * §7.2: DDP has no access-rights code, so an access failure is an invalid
+ * STag); a Read's source and an atomic's target are RDMAP remote
+ * protection errors (RFC 5040 §7.2); a failed Send with Invalidate is
+ * "STag cannot be invalidated", a protection error when the STag belongs
+ * to another protection domain or stream, an operation error otherwise. */
+struct emu_mem_term emu_mem_term_code(enum emu_mem_status st, enum emu_mem_op op)
+{
+    struct emu_mem_term tc = {0, 0, 0};
+    if (st == EMU_MEM_OK)
+        return tc;
+    if (op == EMU_MEM_OP_INVALIDATE) {
+        tc.layer = EMU_TERM_RDMAP;
+        tc.etype = (st == EMU_MEM_E_PZ || st == EMU_MEM_E_SCOPE) ? EMU_TERM_RDMAP_PROTECTION
+                                                                 : EMU_TERM_RDMAP_OPERATION;
+        tc.ecode = EMU_RDMAP_EC_CANT_INVALIDATE;
+        return tc;
+    }
+    if (op == EMU_MEM_OP_WRITE) {
+        tc.layer = EMU_TERM_DDP;
+        tc.etype = EMU_TERM_DDP_TAGGED;
+        switch (st) {
+        case EMU_MEM_E_BOUNDS: tc.ecode = EMU_DDP_EC_T_BOUNDS; break;
+        case EMU_MEM_E_PZ:
+        case EMU_MEM_E_SCOPE: tc.ecode = EMU_DDP_EC_T_STAG_STREAM; break;
+        case EMU_MEM_E_TO_WRAP: tc.ecode = EMU_DDP_EC_T_TO_WRAP; break;
+        default: tc.ecode = EMU_DDP_EC_T_INV_STAG; break;
+        }
+        return tc;
+    }
+    tc.layer = EMU_TERM_RDMAP;
+    tc.etype = EMU_TERM_RDMAP_PROTECTION;
+    switch (st) {
+    case EMU_MEM_E_STAG: tc.ecode = EMU_RDMAP_EC_INV_STAG; break;
+    case EMU_MEM_E_BOUNDS: tc.ecode = EMU_RDMAP_EC_BOUNDS; break;
+    case EMU_MEM_E_ACCESS: tc.ecode = EMU_RDMAP_EC_ACCESS; break;
+    case EMU_MEM_E_PZ:
+    case EMU_MEM_E_SCOPE: tc.ecode = EMU_RDMAP_EC_STAG_STREAM; break;
+    case EMU_MEM_E_TO_WRAP: tc.ecode = EMU_RDMAP_EC_TO_WRAP; break;
+    default: tc.ecode = EMU_RDMAP_EC_UNSPECIFIED; break;
+    }
+    return tc;
 }
 
 void emu_term_hdr(struct emu_ddp_hdr *h, const struct emu_term *t)

@@ -10,6 +10,9 @@
  * counted and the receive stays posted. */
 #include "emu/ud.h"
 
+#include "emu/wire.h"
+#include "emu/wire_io.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -73,59 +76,36 @@ static void bump(_Atomic uint64_t *c)
 
 /* ---------------------------------------------------------------- codec */
 
-static void put_be24(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 16);
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)v;
-}
-
-static uint32_t get_be24(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    put_be24(p + 1, v);
-    p[0] = (uint8_t)(v >> 24);
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | get_be24(p + 1);
-}
-
 void emu_ud_build_hdr(uint8_t *h, uint8_t opcode, bool se, uint8_t pad, uint32_t dest_qpn, uint32_t psn,
                       uint32_t qkey, uint32_t src_qpn)
 {
     /* BTH: OpCode | SE M PadCnt(2) TVer(4) | P_Key | Resv8 | DestQP(24) |
      * A Resv7 | PSN(24). M (migration) and TVer are 0. */
-    h[0] = opcode;
-    h[1] = (uint8_t)((se ? 0x80 : 0) | (pad & 3) << 4);
-    h[2] = EMU_UD_PKEY_DEFAULT >> 8;
-    h[3] = EMU_UD_PKEY_DEFAULT & 0xff;
-    h[4] = 0;
-    put_be24(h + 5, dest_qpn & 0xFFFFFF);
-    h[8] = 0;
-    put_be24(h + 9, psn & 0xFFFFFF);
+    h[EMU_WIRE_BTH_OPCODE] = opcode;
+    h[EMU_WIRE_BTH_FLAGS] = (uint8_t)((se ? 0x80 : 0) | (pad & 3) << 4);
+    emu_put_be16(h + EMU_WIRE_BTH_PKEY, EMU_UD_PKEY_DEFAULT);
+    h[EMU_WIRE_BTH_DEST_QP - 1] = 0;
+    emu_put_be24(h + EMU_WIRE_BTH_DEST_QP, dest_qpn & 0xFFFFFF);
+    h[EMU_WIRE_BTH_PSN - 1] = 0;
+    emu_put_be24(h + EMU_WIRE_BTH_PSN, psn & 0xFFFFFF);
     /* DETH: Q_Key | Resv8 | SrcQP(24). */
-    put_be32(h + 12, qkey);
-    h[16] = 0;
-    put_be24(h + 17, src_qpn & 0xFFFFFF);
+    emu_put_be32(h + EMU_WIRE_DETH_QKEY, qkey);
+    h[EMU_WIRE_DETH_SRC_QP - 1] = 0;
+    emu_put_be24(h + EMU_WIRE_DETH_SRC_QP, src_qpn & 0xFFFFFF);
 }
 
 int emu_ud_parse_hdr(const uint8_t *h, struct emu_ud_hdr *o)
 {
-    if (h[0] != EMU_UD_OP_SEND_ONLY || (h[1] & 0x0F) != 0) /* Send Only, TVer 0 */
+    uint8_t fl = h[EMU_WIRE_BTH_FLAGS];
+    if (h[EMU_WIRE_BTH_OPCODE] != EMU_UD_OP_SEND_ONLY || (fl & 0x0F) != 0) /* Send Only, TVer 0 */
         return -EBADMSG;
-    o->opcode = h[0];
-    o->se = (h[1] & 0x80) != 0;
-    o->pad = (h[1] >> 4) & 3;
-    o->dest_qpn = get_be24(h + 5);
-    o->psn = get_be24(h + 9);
-    o->qkey = get_be32(h + 12);
-    o->src_qpn = get_be24(h + 17);
+    o->opcode = h[EMU_WIRE_BTH_OPCODE];
+    o->se = (fl & 0x80) != 0;
+    o->pad = (fl >> 4) & 3;
+    o->dest_qpn = emu_get_be24(h + EMU_WIRE_BTH_DEST_QP);
+    o->psn = emu_get_be24(h + EMU_WIRE_BTH_PSN);
+    o->qkey = emu_get_be32(h + EMU_WIRE_DETH_QKEY);
+    o->src_qpn = emu_get_be24(h + EMU_WIRE_DETH_SRC_QP);
     return 0;
 }
 
@@ -213,7 +193,7 @@ static int xmit(struct emu_ud *ud, const struct emu_ud_dest *d, uint32_t nsge, c
     socklen_t tolen;
     dest_sockaddr(d, &to, &tolen);
     struct msghdr m = {.msg_name = &to, .msg_namelen = tolen, .msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t r = sendmsg(ud->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t r = emu_wire_send(ud, ud->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (r >= 0) {
         ud->psn = (ud->psn + 1) & 0xFFFFFF;
         bump(&ud->tx_datagrams);
@@ -330,7 +310,7 @@ int emu_ud_post_recv(struct emu_ud *ud, uint64_t cookie, uint32_t nsge, const st
 static int discard_one(struct emu_ud *ud)
 {
     uint8_t h[EMU_UD_HDR_LEN];
-    ssize_t r = recv(ud->fd, h, sizeof h, MSG_DONTWAIT | MSG_TRUNC);
+    ssize_t r = emu_wire_recv1(ud, ud->fd, h, sizeof h, MSG_DONTWAIT | MSG_TRUNC);
     if (r < 0)
         return 0;
     struct emu_ud_hdr p;
@@ -373,7 +353,7 @@ static int receive_one(struct emu_ud *ud)
     iov[n++] = (struct iovec){tail, sizeof tail};
     struct sockaddr_storage src;
     struct msghdr m = {.msg_name = &src, .msg_namelen = sizeof src, .msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t r = recvmsg(ud->fd, &m, MSG_DONTWAIT);
+    ssize_t r = emu_wire_recv(ud, ud->fd, &m, MSG_DONTWAIT);
     if (r < 0)
         return 0;
     struct emu_ud_hdr p;

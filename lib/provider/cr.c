@@ -119,6 +119,15 @@ static DAT_RETURN sd_cr_query(DAT_CR_HANDLE cr_handle, DAT_CR_PARAM_MASK mask, D
     return rc;
 }
 
+DAT_RETURN sd_cr_take_conn(struct sd_cr *cr, struct emu_conn **conn)
+{
+    pthread_mutex_lock(&cr->lock);
+    *conn = cr->conn;
+    cr->conn = NULL;
+    pthread_mutex_unlock(&cr->lock);
+    return *conn != NULL ? DAT_SUCCESS : SD_RET(DAT_INVALID_STATE, 0);
+}
+
 DAT_RETURN sd_cm_check_pdata(DAT_COUNT size, const void *pd, DAT_UINT32 size_arg, DAT_UINT32 pd_arg)
 {
     if (size < 0 || size > SD_MAX_PRIVATE_DATA)
@@ -180,14 +189,8 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
     if (rc == DAT_SUCCESS && !sd_ep_configured_locked(ep))
         rc = SD_RET(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFIGURED);
     struct emu_conn *conn = NULL;
-    if (rc == DAT_SUCCESS) {
-        pthread_mutex_lock(&cr->lock);
-        conn = cr->conn;
-        cr->conn = NULL;
-        pthread_mutex_unlock(&cr->lock);
-        if (conn == NULL)
-            rc = SD_RET(DAT_INVALID_STATE, 0);
-    }
+    if (rc == DAT_SUCCESS)
+        rc = sd_cr_take_conn(cr, &conn);
     bool old_prov = ep->provider_ep;
     struct sd_handle *old_rsp = ep->rsp;
     struct emu_conn_params prm;

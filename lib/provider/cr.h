@@ -39,6 +39,9 @@ struct sd_cr *sd_cr_new(struct sd_ia *ia, struct emu_conn *conn, DAT_CONN_QUAL q
 /* Private data arguments of connect/accept/reject: size in
  * [0, max_private_data_size] (else DAT_INVALID_PARAMETER|size_arg), data
  * non-NULL when size > 0 (else |pd_arg). */
+/* Answering cr: take its request's connection (the CR no longer owns
+ * it). DAT_INVALID_STATE when it was answered or handed off already. */
+DAT_RETURN sd_cr_take_conn(struct sd_cr *cr, struct emu_conn **conn);
 DAT_RETURN sd_cm_check_pdata(DAT_COUNT size, const void *pd, DAT_UINT32 size_arg, DAT_UINT32 pd_arg);
 
 #endif

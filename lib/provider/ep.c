@@ -630,25 +630,26 @@ static DAT_RETURN check_comm(const DAT_COMM *c, const struct sd_ia *ia)
      DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IN | DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_OUT |               \
      DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IOV | DAT_EP_FIELD_EP_ATTR_MAX_RDMA_WRITE_IOV)
 
-static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *p)
+/* The handles a dat_ep_modify installs (NULL: the field is not in the
+ * mask, or is set to DAT_HANDLE_NULL), referenced while the call runs. */
+struct modify_deps {
+    struct sd_pz *pz;
+    struct sd_evd *recv, *request, *connect;
+};
+
+/* dat_ep_modify, step 1: the arguments alone (no EP lock): the mask, the
+ * values, the handles (referenced into *d). */
+static DAT_RETURN modify_validate(struct sd_ep *ep, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *p,
+                                  struct modify_deps *d)
 {
-    struct sd_ep *ep;
-    DAT_RETURN rc = sd_ep_get(ep_handle, &ep);
-    if (rc != DAT_SUCCESS)
-        return rc;
     struct sd_ia *ia = ep->h.ia;
-    struct sd_pz *npz = NULL;
-    struct sd_evd *nrv = NULL, *nrq = NULL, *ncn = NULL;
-    if ((mask & ~DAT_EP_FIELD_ALL) || (mask & MODIFY_NEVER)) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-        goto out;
-    }
-    if (p == NULL) {
-        rc = mask ? SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3) : DAT_SUCCESS;
-        goto out;
-    }
+    DAT_RETURN rc;
+    if ((mask & ~DAT_EP_FIELD_ALL) || (mask & MODIFY_NEVER))
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+    if (p == NULL)
+        return mask ? SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3) : DAT_SUCCESS;
     if ((mask & DAT_EP_FIELD_COMM) && (rc = check_comm(&p->comm, ia)) != DAT_SUCCESS)
-        goto out;
+        return rc;
     if ((mask & DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR)) {
         /* Only the IA's own address: we bind nothing else. */
         const struct sockaddr *sa = (const struct sockaddr *)p->local_ia_address_ptr;
@@ -660,101 +661,90 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
                      (sa->sa_family == AF_INET6 &&
                       memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
                              &((const struct sockaddr_in6 *)ia_sa)->sin6_addr, 16) == 0));
-        if (!same) {
-            rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-            goto out;
-        }
+        if (!same)
+            return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     }
     if ((rc = check_attr(&p->ep_attr, mask, DAT_INVALID_ARG3)) != DAT_SUCCESS)
-        goto out;
+        return rc;
     /* RC and UD EPs have different transports (emu_qp / emu_ud): the type
      * is chosen at create, not switched. */
-    if ((mask & DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE) && p->ep_attr.service_type != ep->attr.service_type) {
-        rc = SD_RET(DAT_MODEL_NOT_SUPPORTED, 0);
-        goto out;
-    }
+    if ((mask & DAT_EP_FIELD_EP_ATTR_SERVICE_TYPE) && p->ep_attr.service_type != ep->attr.service_type)
+        return SD_RET(DAT_MODEL_NOT_SUPPORTED, 0);
     /* An SRQ EP's receive queue is the SRQ's (spec L6316). */
-    if ((mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) && ep->srq != NULL) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-        goto out;
-    }
+    if ((mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) && ep->srq != NULL)
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     if ((mask & DAT_EP_FIELD_PZ_HANDLE) && p->pz_handle != DAT_HANDLE_NULL) {
-        if ((rc = sd_pz_get(p->pz_handle, &npz)) != DAT_SUCCESS)
-            goto out;
-        if (npz->h.ia != ia) {
-            rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
-            goto out;
-        }
+        if ((rc = sd_pz_get(p->pz_handle, &d->pz)) != DAT_SUCCESS)
+            return rc;
+        if (d->pz->h.ia != ia)
+            return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
     }
     if (((mask & DAT_EP_FIELD_RECV_EVD_HANDLE) &&
-         (rc = get_evd_arg(ia, p->recv_evd_handle, DAT_EVD_DTO_FLAG, DAT_INVALID_HANDLE_EVD_RECV, &nrv))) ||
+         (rc = get_evd_arg(ia, p->recv_evd_handle, DAT_EVD_DTO_FLAG, DAT_INVALID_HANDLE_EVD_RECV, &d->recv))) ||
         ((mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) &&
          (rc = get_evd_arg(ia, p->request_evd_handle, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG,
-                           DAT_INVALID_HANDLE_EVD_REQUEST, &nrq))) ||
+                           DAT_INVALID_HANDLE_EVD_REQUEST, &d->request))) ||
         ((mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) &&
          (rc = get_evd_arg(ia, p->connect_evd_handle, DAT_EVD_CONNECTION_FLAG, DAT_INVALID_HANDLE_EVD_CONN,
-                           &ncn))))
-        goto out;
+                           &d->connect))))
+        return rc;
+    return DAT_SUCCESS;
+}
 
-    pthread_mutex_lock(&ep->cm_lock);
-    /* QP stats take the QP lock, which completion callbacks hold while
-     * they take ep->lock: ask before locking the EP. */
-    bool recvs_posted = false;
-    if (ep->qp != NULL) {
-        struct emu_qp_stats qs;
-        emu_qp_get_stats(ep->qp, &qs);
-        recvs_posted = qs.recv_posted > 0;
-    }
-    pthread_mutex_lock(&ep->lock);
+/* Step 2, ep->lock held: what the EP's state allows (Table 5, L6279-6334). */
+static DAT_RETURN modify_check_state(struct sd_ep *ep, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *p,
+                                     const struct modify_deps *d, bool recvs_posted)
+{
     DAT_EP_STATE st = ep->state;
     bool unconf = state_unconfigured(st);
-    /* Table 5 (L6279-6334). "Unconfigured" in its rows for comm and the
-     * local address is UNCONFIGURED_UNCONNECTED: the other unconfigured
-     * states are listed by name where allowed. */
+    /* "Unconfigured" in Table 5's rows for comm and the local address is
+     * UNCONFIGURED_UNCONNECTED: the other unconfigured states are listed
+     * by name where allowed. */
     bool quiet = unconf || st == DAT_EP_STATE_UNCONNECTED;
     bool unused = st == DAT_EP_STATE_UNCONNECTED || st == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
     if (((mask & MODIFY_PRE) && !state_pre(st)) || ((mask & MODIFY_QUIESCENT) && !quiet) ||
         ((mask & DAT_EP_FIELD_PZ_HANDLE) && !(quiet || st == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING)) ||
-        ((mask & (DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR | DAT_EP_FIELD_COMM)) && !unused)) {
-        rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(st));
-        goto unlock;
-    }
+        ((mask & (DAT_EP_FIELD_LOCAL_IA_ADDRESS_PTR | DAT_EP_FIELD_COMM)) && !unused))
+        return SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(st));
     /* The communicator is assigned once (Table 5); assigning the same
      * one again changes nothing and is accepted. */
     if ((mask & DAT_EP_FIELD_COMM) && ep->comm_set &&
         (ep->comm.domain != p->comm.domain || ep->comm.type != p->comm.type ||
-         ep->comm.protocol != p->comm.protocol)) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-        goto unlock;
-    }
+         ep->comm.protocol != p->comm.protocol))
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     /* A configured EP never goes back to unconfigured (L5467): refuse a
      * change that would leave it without something a connection needs
      * (sd_ep_configured_locked's rule applied to the result). */
     if (!unconf) {
-        bool has_pz = (mask & DAT_EP_FIELD_PZ_HANDLE) ? npz != NULL : ep->pz != NULL;
-        bool has_cn = (mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) ? ncn != NULL : ep->connect_evd != NULL;
-        bool has_rv = (mask & DAT_EP_FIELD_RECV_EVD_HANDLE) ? nrv != NULL : ep->recv_evd != NULL;
-        bool has_rq = (mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) ? nrq != NULL : ep->request_evd != NULL;
+        bool has_pz = (mask & DAT_EP_FIELD_PZ_HANDLE) ? d->pz != NULL : ep->pz != NULL;
+        bool has_cn = (mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) ? d->connect != NULL : ep->connect_evd != NULL;
+        bool has_rv = (mask & DAT_EP_FIELD_RECV_EVD_HANDLE) ? d->recv != NULL : ep->recv_evd != NULL;
+        bool has_rq = (mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) ? d->request != NULL : ep->request_evd != NULL;
         DAT_COUNT rd = (mask & DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS) ? p->ep_attr.max_recv_dtos
                                                                     : ep->attr.max_recv_dtos;
         DAT_COUNT qd = (mask & DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS) ? p->ep_attr.max_request_dtos
                                                                        : ep->attr.max_request_dtos;
-        if (!has_pz || !has_cn || (!has_rv && ep->srq == NULL && rd > 0) || (!has_rq && qd > 0)) {
-            rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-            goto unlock;
-        }
+        if (!has_pz || !has_cn || (!has_rv && ep->srq == NULL && rd > 0) || (!has_rq && qd > 0))
+            return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     }
     if ((mask & DAT_EP_FIELD_EP_ATTR_RECV_COMPLETION_FLAGS) && recvs_posted &&
-        p->ep_attr.recv_completion_flags != ep->attr.recv_completion_flags) {
-        rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(st));
-        goto unlock;
-    }
-    /* Take the new dependencies before dropping the old ones. */
-    struct sd_handle *old[4] = {NULL, NULL, NULL, NULL};
-    struct sd_handle *nw[4] = {npz ? &npz->h : NULL, nrv ? &nrv->h : NULL, nrq ? &nrq->h : NULL,
-                               ncn ? &ncn->h : NULL};
-    DAT_EP_PARAM_MASK bits[4] = {DAT_EP_FIELD_PZ_HANDLE, DAT_EP_FIELD_RECV_EVD_HANDLE,
-                                 DAT_EP_FIELD_REQUEST_EVD_HANDLE, DAT_EP_FIELD_CONNECT_EVD_HANDLE};
+        p->ep_attr.recv_completion_flags != ep->attr.recv_completion_flags)
+        return SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(st));
+    return DAT_SUCCESS;
+}
+
+/* Step 3, ep->lock held and everything checked: install the new handles
+ * (dependencies taken before the old ones are dropped: those go to old[],
+ * released by the caller once unlocked), the attributes, the communicator,
+ * the configured state. *rebuild: the QP must be rebuilt. */
+static DAT_RETURN modify_apply(struct sd_ep *ep, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *p,
+                               const struct modify_deps *d, struct sd_handle *old[4], bool *rebuild)
+{
+    struct sd_handle *nw[4] = {d->pz ? &d->pz->h : NULL, d->recv ? &d->recv->h : NULL,
+                               d->request ? &d->request->h : NULL, d->connect ? &d->connect->h : NULL};
+    static const DAT_EP_PARAM_MASK bits[4] = {DAT_EP_FIELD_PZ_HANDLE, DAT_EP_FIELD_RECV_EVD_HANDLE,
+                                              DAT_EP_FIELD_REQUEST_EVD_HANDLE,
+                                              DAT_EP_FIELD_CONNECT_EVD_HANDLE};
     for (int i = 0; i < 4; i++) {
         if ((mask & bits[i]) && !take_dep(nw[i])) {
             for (int j = 0; j < i; j++)
@@ -764,10 +754,10 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
                 }
             static const DAT_UINT32 sub[4] = {DAT_INVALID_HANDLE_PZ, DAT_INVALID_HANDLE_EVD_RECV,
                                               DAT_INVALID_HANDLE_EVD_REQUEST, DAT_INVALID_HANDLE_EVD_CONN};
-            rc = SD_RET(DAT_INVALID_HANDLE, sub[i]);
-            goto unlock;
+            return SD_RET(DAT_INVALID_HANDLE, sub[i]);
         }
     }
+    DAT_EP_STATE st = ep->state;
     struct sd_pz *old_pz = ep->pz;
     struct sd_handle **slot[4] = {(struct sd_handle **)&ep->pz, (struct sd_handle **)&ep->recv_evd,
                                   (struct sd_handle **)&ep->request_evd, (struct sd_handle **)&ep->connect_evd};
@@ -782,9 +772,43 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
         ep->comm = p->comm;
         ep->comm_set = true;
     }
-    if (unconf && sd_ep_configured_locked(ep))
+    if (state_unconfigured(st) && sd_ep_configured_locked(ep))
         ep->state = configured_state(st);
-    bool rebuild = ep->pz != NULL && (ep->qp == NULL || ep->pz != old_pz || (mask & MODIFY_QP_SIZING));
+    *rebuild = ep->pz != NULL && (ep->qp == NULL || ep->pz != old_pz || (mask & MODIFY_QP_SIZING));
+    return DAT_SUCCESS;
+}
+
+static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *p)
+{
+    struct sd_ep *ep;
+    DAT_RETURN rc = sd_ep_get(ep_handle, &ep);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    struct modify_deps d = {NULL, NULL, NULL, NULL};
+    rc = modify_validate(ep, mask, p, &d);
+    if (rc != DAT_SUCCESS || p == NULL)
+        goto out;
+
+    pthread_mutex_lock(&ep->cm_lock);
+    /* QP stats take the QP lock, which completion callbacks hold while
+     * they take ep->lock: ask before locking the EP. */
+    bool recvs_posted = false;
+    if (ep->qp != NULL) {
+        struct emu_qp_stats qs;
+        emu_qp_get_stats(ep->qp, &qs);
+        recvs_posted = qs.recv_posted > 0;
+    }
+    pthread_mutex_lock(&ep->lock);
+    struct sd_handle *old[4] = {NULL, NULL, NULL, NULL};
+    bool rebuild = false;
+    rc = modify_check_state(ep, mask, p, &d, recvs_posted);
+    if (rc == DAT_SUCCESS)
+        rc = modify_apply(ep, mask, p, &d, old, &rebuild);
+    if (rc != DAT_SUCCESS) {
+        pthread_mutex_unlock(&ep->lock);
+        pthread_mutex_unlock(&ep->cm_lock);
+        goto out;
+    }
     struct sd_evd *cfg_recv = ep->recv_evd, *cfg_req = ep->request_evd;
     DAT_COMPLETION_FLAGS cfg_rf = ep->attr.recv_completion_flags, cfg_qf = ep->attr.request_completion_flags;
     pthread_mutex_unlock(&ep->lock);
@@ -802,15 +826,11 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
     pthread_mutex_unlock(&ep->cm_lock);
     for (int i = 0; i < 4; i++)
         drop_ref(&old[i]);
-    goto out;
-unlock:
-    pthread_mutex_unlock(&ep->lock);
-    pthread_mutex_unlock(&ep->cm_lock);
 out:
-    put_opt(npz);
-    put_opt(nrv);
-    put_opt(nrq);
-    put_opt(ncn);
+    put_opt(d.pz);
+    put_opt(d.recv);
+    put_opt(d.request);
+    put_opt(d.connect);
     sd_handle_put(&ep->h);
     return rc;
 }

@@ -118,6 +118,12 @@ DAT_UINT32 sd_ep_state_subtype(DAT_EP_STATE s);
 /* ep_cm.c: the emu_conn hooks of an EP's connection (ctx = the EP). */
 extern const struct emu_conn_ops sd_ep_conn_ops;
 uint64_t sd_ep_next_conn_id(void);
+/* ep_cm.c, ep->lock held and the connect's checks passed: ep becomes the
+ * active side of a new connection to peer (port), *prm its parameters
+ * (dat_ep_connect, dat_ep_common_connect, dat_iw_socket_connect). */
+struct sockaddr_storage;
+void sd_ep_begin_active_locked(struct sd_ep *ep, const struct sockaddr_storage *peer, DAT_CONN_QUAL port,
+                               DAT_TIMEOUT timeout, struct emu_conn_params *prm);
 /* ep_cm.c: emu_conn_params for ep (IRD/ORD from its attributes). */
 void sd_ep_conn_params(const struct sd_ep *ep, struct emu_conn_params *p, uint64_t timeout_us);
 struct sd_ia;

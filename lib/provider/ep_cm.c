@@ -48,6 +48,20 @@
 
 static atomic_uint_fast64_t g_conn_id = 1;
 
+void sd_ep_begin_active_locked(struct sd_ep *ep, const struct sockaddr_storage *peer, DAT_CONN_QUAL port,
+                               DAT_TIMEOUT timeout, struct emu_conn_params *prm)
+{
+    ep->state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
+    ep->aborting = false;
+    ep->conn_id = sd_ep_next_conn_id();
+    memcpy(&ep->remote_addr, peer, sizeof *peer);
+    ep->remote_port = port;
+    ep->remote_set = true;
+    ep->initiator = true;
+    ep->ev_pdata_len = 0;
+    sd_ep_conn_params(ep, prm, timeout == DAT_TIMEOUT_INFINITE ? EMU_TIMEOUT_INFINITE : (uint64_t)timeout);
+}
+
 uint64_t sd_ep_next_conn_id(void)
 {
     return atomic_fetch_add(&g_conn_id, 1);
@@ -291,15 +305,7 @@ static DAT_RETURN connect_common(struct sd_ep *ep, const struct sockaddr *remote
         rc = SD_RET(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFIGURED);
     struct emu_conn_params prm;
     if (rc == DAT_SUCCESS) {
-        ep->state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
-        ep->aborting = false;
-        ep->conn_id = sd_ep_next_conn_id();
-        memcpy(&ep->remote_addr, &peer, sizeof peer);
-        ep->remote_port = qual;
-        ep->remote_set = true;
-        ep->initiator = true;
-        ep->ev_pdata_len = 0;
-        sd_ep_conn_params(ep, &prm, timeout == DAT_TIMEOUT_INFINITE ? EMU_TIMEOUT_INFINITE : (uint64_t)timeout);
+        sd_ep_begin_active_locked(ep, &peer, qual, timeout, &prm);
     }
     pthread_mutex_unlock(&ep->lock);
     if (rc != DAT_SUCCESS) {

@@ -342,15 +342,6 @@ static uint64_t length_limit(DAT_SEG_LENGTH ep_value, uint64_t ia_value)
     return ep_value;
 }
 
-static uint32_t clamp_u32(DAT_COUNT v, uint32_t lo, uint32_t hi)
-{
-    if (v < (DAT_COUNT)lo)
-        return lo;
-    if ((uint32_t)v > hi)
-        return hi;
-    return (uint32_t)v;
-}
-
 DAT_RETURN sd_ep_dto_init(struct sd_ep *ep)
 {
     if (sd_ep_is_ud(ep))

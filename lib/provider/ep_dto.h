@@ -126,4 +126,14 @@ enum sd_dto_notify sd_dto_decide(enum sd_dto_kind kind, DAT_COMPLETION_FLAGS pos
 /* ---- statuses ---- */
 DAT_DTO_COMPLETION_STATUS sd_dto_status(enum emu_wc_status st);
 
+/* A consumer's count as a queue size within [lo, hi] (RC and UD rings). */
+static inline uint32_t clamp_u32(DAT_COUNT v, uint32_t lo, uint32_t hi)
+{
+    if (v < (DAT_COUNT)lo)
+        return lo;
+    if ((uint32_t)v > hi)
+        return hi;
+    return (uint32_t)v;
+}
+
 #endif

@@ -160,17 +160,7 @@ out:
 
 static DAT_RETURN sd_rmr_create_for_ep(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *rmr_handle)
 {
-    struct sd_pz *pz;
-    DAT_RETURN rc = sd_pz_get(pz_handle, &pz);
-    if (rc != DAT_SUCCESS)
-        return rc;
-    struct sd_rmr *rmr;
-    if (rmr_handle == NULL)
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-    else if ((rc = sd_rmr_create_obj(pz, DAT_RMR_SCOPE_EP, &rmr)) == DAT_SUCCESS)
-        *rmr_handle = (DAT_RMR_HANDLE)rmr;
-    sd_handle_put(&pz->h);
-    return rc;
+    return sd_rmr_create_in(pz_handle, DAT_RMR_SCOPE_EP, rmr_handle);
 }
 
 void sd_ep_rmr_fill_table(DAT_PROVIDER *p)

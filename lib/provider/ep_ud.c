@@ -239,15 +239,6 @@ static const struct emu_ud_ops ud_ops = {.send_done = ud_send_done, .recv_done =
 
 /* ---------------------------------------------------------------- lifecycle */
 
-static uint32_t clamp_u32(DAT_COUNT v, uint32_t lo, uint32_t hi)
-{
-    if (v < (DAT_COUNT)lo)
-        return lo;
-    if ((uint32_t)v > hi)
-        return hi;
-    return (uint32_t)v;
-}
-
 DAT_RETURN sd_ud_ep_init(struct sd_ep *ep)
 {
     if (ep->ud != NULL)
@@ -884,14 +875,8 @@ DAT_RETURN sd_ud_accept(struct sd_cr *cr, struct sd_ep *ep, DAT_COUNT pdata_size
     if (rc == DAT_SUCCESS && (cm = cm_new(ep, false)) == NULL)
         rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
     struct emu_conn *conn = NULL;
-    if (rc == DAT_SUCCESS) {
-        pthread_mutex_lock(&cr->lock);
-        conn = cr->conn;
-        cr->conn = NULL;
-        pthread_mutex_unlock(&cr->lock);
-        if (conn == NULL)
-            rc = SD_RET(DAT_INVALID_STATE, 0);
-    }
+    if (rc == DAT_SUCCESS)
+        rc = sd_cr_take_conn(cr, &conn);
     if (rc != DAT_SUCCESS) {
         pthread_mutex_unlock(&ep->cm_lock);
         free(cm);

@@ -151,123 +151,107 @@ static const struct sd_handle_ops lmr_ops = {
     .release = lmr_release,
 };
 
-static DAT_RETURN sd_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
-                                DAT_VLEN length, DAT_PZ_HANDLE pz_handle, DAT_MEM_PRIV_FLAGS priv,
-                                DAT_VA_TYPE va_type, DAT_LMR_HANDLE *lmr_handle, DAT_LMR_CONTEXT *lmr_context,
-                                DAT_RMR_CONTEXT *rmr_context, DAT_VLEN *registered_size,
-                                DAT_VADDR *registered_address)
+/* dat_lmr_create's arguments once checked: the PZ and (DAT_MEM_TYPE_LMR)
+ * the source LMR, referenced, and the memory range. */
+struct lmr_args {
+    struct sd_pz *pz;
+    struct sd_lmr *src;
+    void *ptr;
+    DAT_VLEN len;
+};
+
+/* dat_lmr_create, step 1: check every argument, nothing created. */
+static DAT_RETURN lmr_validate(struct sd_ia *ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
+                               DAT_PZ_HANDLE pz_handle, DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type,
+                               const DAT_LMR_HANDLE *lmr_handle, struct lmr_args *v)
 {
-    struct sd_ia *ia;
-    DAT_RETURN rc = sd_ia_get(ia_handle, &ia);
+    DAT_RETURN rc;
+    if (lmr_handle == NULL)
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG8);
+    rc = sd_pz_get(pz_handle, &v->pz);
     if (rc != DAT_SUCCESS)
         return rc;
-    struct sd_pz *pz = NULL;
-    struct sd_lmr *src = NULL, *lmr = NULL;
-    void *ptr = NULL;
-    DAT_VLEN len = length;
-
-    if (lmr_handle == NULL) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG8);
-        goto out;
-    }
-    rc = sd_pz_get(pz_handle, &pz);
-    if (rc != DAT_SUCCESS)
-        goto out;
-    if (pz->h.ia != ia) {
-        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
-        goto out;
-    }
-    if ((priv & ~SD_LMR_VALID_PRIV) != 0) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
-        goto out;
-    }
-    if (va_type != DAT_VA_TYPE_VA && va_type != DAT_VA_TYPE_ZB) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
-        goto out;
-    }
+    if (v->pz->h.ia != ia)
+        return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    if ((priv & ~SD_LMR_VALID_PRIV) != 0)
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
+    if (va_type != DAT_VA_TYPE_VA && va_type != DAT_VA_TYPE_ZB)
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG7);
     switch (mem_type) {
     case DAT_MEM_TYPE_VIRTUAL:
-        ptr = region.for_va;
+        v->ptr = region.for_va;
         break;
     case DAT_MEM_TYPE_SHARED_VIRTUAL:
         /* Same process, same mapping: registered like virtual memory; the
          * 40-byte cookie is kept for query (L7849). */
-        ptr = region.for_shared_memory.virtual_address;
-        if (region.for_shared_memory.shared_memory_id == NULL) {
-            rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-            goto out;
-        }
+        v->ptr = region.for_shared_memory.virtual_address;
+        if (region.for_shared_memory.shared_memory_id == NULL) 
+            return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
         break;
     case DAT_MEM_TYPE_LMR:
         /* The same memory again, with this call's PZ/privileges/VA type;
          * length is ignored (Table 13, L7870). */
-        rc = sd_lmr_get(region.for_lmr_handle, &src);
+        rc = sd_lmr_get(region.for_lmr_handle, &v->src);
         if (rc != DAT_SUCCESS)
-            goto out;
-        if (src->h.ia != ia) {
-            rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
-            goto out;
-        }
-        ptr = (void *)(uintptr_t)src->addr;
-        len = src->len;
+            return rc;
+        if (v->src->h.ia != ia) 
+            return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR);
+        v->ptr = (void *)(uintptr_t)v->src->addr;
+        v->len = v->src->len;
         break;
     default:
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-        goto out;
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     }
-    if (len > SD_MAX_LMR_BLOCK_SIZE) { /* max_lmr_block_size */
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
-        goto out;
-    }
-    if (ptr == NULL && len > 0) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-        goto out;
-    }
-    if ((uint64_t)(uintptr_t)ptr + len < (uint64_t)(uintptr_t)ptr) { /* range wraps */
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
-        goto out;
-    }
+    if (v->len > SD_MAX_LMR_BLOCK_SIZE) /* max_lmr_block_size */
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
+    if (v->ptr == NULL && v->len > 0)
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    if ((uint64_t)(uintptr_t)v->ptr + v->len < (uint64_t)(uintptr_t)v->ptr) /* range wraps */
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
     /* Refuse what an HCA's pinning refuses (L7841: "previously allocated
      * by the Consumer"): memory that is not mapped, or a write right the
      * mapping cannot grant (any write right: local, remote, atomic). */
-    switch (emu_mem_probe(ptr, len, (priv & ~(DAT_MEM_PRIV_LOCAL_READ_FLAG | DAT_MEM_PRIV_REMOTE_READ_FLAG)) != 0)) {
+    switch (emu_mem_probe(v->ptr, v->len, (priv & ~(DAT_MEM_PRIV_LOCAL_READ_FLAG | DAT_MEM_PRIV_REMOTE_READ_FLAG)) != 0)) {
     case 0: break;
-    case -EACCES: rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6); goto out;
-    default: rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3); goto out;
+    case -EACCES: return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
+    default: return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     }
-    if (emu_fault_hit(EMU_FAULT_REGISTER)) { /* SOFTDAT_FAULT register= */
-        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        goto out;
-    }
-    lmr = (struct sd_lmr *)sd_handle_alloc(&lmr_ops, ia);
-    if (lmr == NULL) {
-        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        goto out;
-    }
+    return DAT_SUCCESS;
+}
+
+/* Step 2: create the LMR, register its region, publish its handle. */
+static DAT_RETURN lmr_apply(struct sd_ia *ia, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
+                            DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type, const struct lmr_args *v,
+                            struct sd_lmr **out)
+{
+    if (emu_fault_hit(EMU_FAULT_REGISTER)) /* SOFTDAT_FAULT register= */
+        return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+    struct sd_lmr *lmr = (struct sd_lmr *)sd_handle_alloc(&lmr_ops, ia);
+    if (lmr == NULL)
+        return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
     pthread_mutex_init(&lmr->mu, NULL);
-    if (!sd_handle_dep_get(&pz->h)) { /* PZ being freed right now */
+    if (!sd_handle_dep_get(&v->pz->h)) { /* PZ being freed right now */
         sd_handle_discard(&lmr->h);
-        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
-        goto out;
+        return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
     }
-    sd_handle_ref(&pz->h);
-    lmr->pz = pz;
+    sd_handle_ref(&v->pz->h);
+    lmr->pz = v->pz;
     lmr->mem_type = mem_type;
     lmr->region_desc = region;
     if (mem_type == DAT_MEM_TYPE_SHARED_VIRTUAL) {
         memcpy(lmr->cookie, *region.for_shared_memory.shared_memory_id, sizeof lmr->cookie);
         lmr->region_desc.for_shared_memory.shared_memory_id = &lmr->cookie;
     }
-    lmr->length = len;
+    lmr->length = v->len;
     lmr->priv = priv;
     lmr->va_type = va_type;
-    lmr->addr = (DAT_VADDR)(uintptr_t)ptr;
-    lmr->len = len;
+    lmr->addr = (DAT_VADDR)(uintptr_t)v->ptr;
+    lmr->len = v->len;
 
     struct emu_mr_attr a = {
-        .addr = ptr,
-        .length = len,
-        .pz = pz->epz,
+        .addr = v->ptr,
+        .length = v->len,
+        .pz = v->pz->epz,
         /* Every LMR can have RMRs bound into it (DAT has no bind right).
          * Local read is always granted, as verbs RNICs do (an MR is always
          * locally readable; OFA DAPL never asks for it): consumers rely on
@@ -289,14 +273,14 @@ static DAT_RETURN sd_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, 
     if (st != EMU_MEM_OK) {
         lmr_teardown(&lmr->h);
         sd_handle_discard(&lmr->h);
-        lmr = NULL;
+        DAT_RETURN rc;
         switch (st) {
         case EMU_MEM_E_LIMIT: rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY_REGION); break;
         case EMU_MEM_E_NOMEM: rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY); break;
         case EMU_MEM_E_HANDLE: rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ); break;
         default: rc = SD_RET(DAT_INVALID_PARAMETER, 0); break;
         }
-        goto out;
+        return rc;
     }
     lmr->lmr_context = (DAT_LMR_CONTEXT)stag;
     /* L7853: no rmr_context unless remote access was asked for. */
@@ -304,15 +288,35 @@ static DAT_RETURN sd_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, 
                                 SD_PRIV_REMOTE_ATOMIC))
                            ? (DAT_RMR_CONTEXT)stag
                            : 0;
-    rc = sd_handle_publish(&lmr->h);
+    DAT_RETURN rc = sd_handle_publish(&lmr->h);
     if (rc != DAT_SUCCESS) {
         lmr_teardown(&lmr->h);
         sd_handle_discard(&lmr->h);
-        lmr = NULL;
-        goto out;
+        return rc;
     }
-    SD_DBG("lmr", "create type %d va %p len %llu priv 0x%x %s: ctx 0x%x", (int)mem_type, ptr,
-           (unsigned long long)len, (unsigned)priv, va_type == DAT_VA_TYPE_ZB ? "zb" : "va",
+    *out = lmr;
+    return DAT_SUCCESS;
+}
+
+static DAT_RETURN sd_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, DAT_REGION_DESCRIPTION region,
+                                DAT_VLEN length, DAT_PZ_HANDLE pz_handle, DAT_MEM_PRIV_FLAGS priv,
+                                DAT_VA_TYPE va_type, DAT_LMR_HANDLE *lmr_handle, DAT_LMR_CONTEXT *lmr_context,
+                                DAT_RMR_CONTEXT *rmr_context, DAT_VLEN *registered_size,
+                                DAT_VADDR *registered_address)
+{
+    struct sd_ia *ia;
+    DAT_RETURN rc = sd_ia_get(ia_handle, &ia);
+    if (rc != DAT_SUCCESS)
+        return rc;
+    struct lmr_args v = {.len = length};
+    struct sd_lmr *lmr = NULL;
+    rc = lmr_validate(ia, mem_type, region, pz_handle, priv, va_type, lmr_handle, &v);
+    if (rc == DAT_SUCCESS)
+        rc = lmr_apply(ia, mem_type, region, priv, va_type, &v, &lmr);
+    if (rc != DAT_SUCCESS)
+        goto out;
+    SD_DBG("lmr", "create type %d va %p len %llu priv 0x%x %s: ctx 0x%x", (int)mem_type, v.ptr,
+           (unsigned long long)v.len, (unsigned)priv, va_type == DAT_VA_TYPE_ZB ? "zb" : "va",
            (unsigned)lmr->lmr_context);
     *lmr_handle = (DAT_LMR_HANDLE)lmr;
     if (lmr_context != NULL)
@@ -324,10 +328,10 @@ static DAT_RETURN sd_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type, 
     if (registered_address != NULL) /* consumer VA of the start (L7843) */
         *registered_address = lmr->addr;
 out:
-    if (src != NULL)
-        sd_handle_put(&src->h);
-    if (pz != NULL)
-        sd_handle_put(&pz->h);
+    if (v.src != NULL)
+        sd_handle_put(&v.src->h);
+    if (v.pz != NULL)
+        sd_handle_put(&v.pz->h);
     sd_handle_put(&ia->h);
     return rc;
 }

@@ -284,6 +284,63 @@ static uint32_t sp_bad_subtype(const struct sd_sp *sp)
     }
 }
 
+DAT_RETURN sd_sp_ep_arg(struct sd_ia *ia, DAT_EP_HANDLE ep_handle, struct sd_ep **ep)
+{
+    DAT_RETURN rc;
+    if (ep_handle == DAT_HANDLE_NULL) {
+        rc = sd_ep_create_obj(ia, NULL, NULL, NULL, NULL, NULL, DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, ep);
+        if (rc != DAT_SUCCESS)
+            return rc;
+        sd_handle_ref(&(*ep)->h); /* our call reference, like sd_ep_get */
+    } else if ((rc = sd_ep_get(ep_handle, ep)) != DAT_SUCCESS) {
+        return rc;
+    }
+    if ((*ep)->h.ia != ia)
+        return SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    return DAT_SUCCESS;
+}
+
+DAT_RETURN sd_sp_reserve_ep(struct sd_sp *sp, struct sd_ep *ep, bool prov)
+{
+    DAT_RETURN rc = DAT_SUCCESS;
+    pthread_mutex_lock(&ep->cm_lock);
+    pthread_mutex_lock(&ep->lock);
+    DAT_EP_STATE s = ep->state;
+    if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONNECTED)
+        ep->state = DAT_EP_STATE_RESERVED;
+    else if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED)
+        ep->state = DAT_EP_STATE_UNCONFIGURED_RESERVED;
+    else
+        rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));
+    if (rc == DAT_SUCCESS)
+        ep->rsp = &sp->h;
+    pthread_mutex_unlock(&ep->lock);
+    pthread_mutex_unlock(&ep->cm_lock);
+    if (rc != DAT_SUCCESS) {
+        sd_sp_teardown(&sp->h);
+        sd_handle_discard(&sp->h);
+        return rc;
+    }
+    sd_handle_ref(&ep->h);
+    sp->ep = ep;
+    sp->ep_is_provider = prov;
+    if (prov) {
+        pthread_mutex_lock(&ep->lock);
+        ep->provider_ep = true;
+        pthread_mutex_unlock(&ep->lock);
+    }
+    return DAT_SUCCESS;
+}
+
+void sd_sp_ep_put(struct sd_ep *ep, bool prov, DAT_RETURN rc)
+{
+    if (ep == NULL)
+        return;
+    if (prov && rc != DAT_SUCCESS)
+        sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
+    sd_handle_put(&ep->h);
+}
+
 DAT_RETURN sd_sp_new(struct sd_ia *ia, const struct sd_handle_ops *ops, DAT_EVD_HANDLE evd_handle,
                      struct sd_sp **out)
 {

@@ -49,6 +49,19 @@ void sd_sp_release(struct sd_handle *h);
  * the EVD. On failure nothing is left behind. */
 DAT_RETURN sd_sp_new(struct sd_ia *ia, const struct sd_handle_ops *ops, DAT_EVD_HANDLE evd_handle,
                      struct sd_sp **out);
+/* The EP argument of dat_rsp_create / dat_iw_ssp_create: ep_handle's EP
+ * (+1 ref), or with DAT_HANDLE_NULL a new provider EP (+1 ref); it must
+ * belong to ia. *ep may be set on failure too: release it with
+ * sd_sp_ep_put. */
+DAT_RETURN sd_sp_ep_arg(struct sd_ia *ia, DAT_EP_HANDLE ep_handle, struct sd_ep **ep);
+/* Reserve ep for sp (an idle EP: UNCONNECTED or UNCONFIGURED_UNCONNECTED,
+ * else DAT_INVALID_STATE) and tie them: sp holds a reference on ep, a
+ * provider EP (prov) is marked so. On failure sp is torn down and
+ * discarded. */
+DAT_RETURN sd_sp_reserve_ep(struct sd_sp *sp, struct sd_ep *ep, bool prov);
+/* Drop the call's reference on ep (NULL: nothing); a provider EP that did
+ * not end up reserved (rc failed) is destroyed. */
+void sd_sp_ep_put(struct sd_ep *ep, bool prov, DAT_RETURN rc);
 /* Publish sp and start listening with `listen` (which returns the DAT
  * error). On failure the SP is destroyed or discarded: do not touch it. */
 DAT_RETURN sd_sp_start(struct sd_sp *sp, DAT_RETURN (*listen)(struct sd_sp *sp, void *arg), void *arg);

@@ -75,7 +75,7 @@ DAT_RETURN sd_rmr_create_obj(struct sd_pz *pz, DAT_RMR_SCOPE scope, struct sd_rm
     return DAT_SUCCESS;
 }
 
-static DAT_RETURN sd_rmr_create(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *rmr_handle)
+DAT_RETURN sd_rmr_create_in(DAT_PZ_HANDLE pz_handle, DAT_RMR_SCOPE scope, DAT_RMR_HANDLE *rmr_handle)
 {
     struct sd_pz *pz;
     DAT_RETURN rc = sd_pz_get(pz_handle, &pz);
@@ -84,10 +84,15 @@ static DAT_RETURN sd_rmr_create(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *rmr_han
     struct sd_rmr *rmr;
     if (rmr_handle == NULL)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-    else if ((rc = sd_rmr_create_obj(pz, DAT_RMR_SCOPE_PZ, &rmr)) == DAT_SUCCESS)
+    else if ((rc = sd_rmr_create_obj(pz, scope, &rmr)) == DAT_SUCCESS)
         *rmr_handle = (DAT_RMR_HANDLE)rmr;
     sd_handle_put(&pz->h);
     return rc;
+}
+
+static DAT_RETURN sd_rmr_create(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *rmr_handle)
+{
+    return sd_rmr_create_in(pz_handle, DAT_RMR_SCOPE_PZ, rmr_handle);
 }
 
 static DAT_RETURN sd_rmr_query(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM *param)

@@ -38,6 +38,9 @@ static inline DAT_RETURN sd_rmr_get(DAT_RMR_HANDLE raw, struct sd_rmr **out)
  * dat_rmr_create_for_ep (the connection is fixed at bind). Returns
  * DAT_SUCCESS, DAT_INSUFFICIENT_RESOURCES, DAT_INVALID_HANDLE|PZ (dying). */
 DAT_RETURN sd_rmr_create_obj(struct sd_pz *pz, DAT_RMR_SCOPE scope, struct sd_rmr **out);
+/* dat_rmr_create (scope PZ) and dat_rmr_create_for_ep (scope EP): the
+ * handle checks around sd_rmr_create_obj. */
+DAT_RETURN sd_rmr_create_in(DAT_PZ_HANDLE pz_handle, DAT_RMR_SCOPE scope, DAT_RMR_HANDLE *rmr_handle);
 
 void sd_rmr_fill_table(DAT_PROVIDER *p);
 

@@ -48,59 +48,19 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
         goto out;
     }
-    if (prov) {
-        rc = sd_ep_create_obj(ia, NULL, NULL, NULL, NULL, NULL, DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, &ep);
-        if (rc != DAT_SUCCESS)
-            goto out;
-        sd_handle_ref(&ep->h); /* our call reference, like sd_ep_get */
-    } else if ((rc = sd_ep_get(ep_handle, &ep)) != DAT_SUCCESS) {
+    if ((rc = sd_sp_ep_arg(ia, ep_handle, &ep)) != DAT_SUCCESS)
         goto out;
-    }
-    if (ep->h.ia != ia) {
-        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
-        goto out;
-    }
     struct sd_sp *sp;
     if ((rc = sd_sp_new(ia, &rsp_ops, evd_handle, &sp)) != DAT_SUCCESS)
         goto out;
-    /* Reserve the EP. */
-    pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
-    DAT_EP_STATE s = ep->state;
-    if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONNECTED)
-        ep->state = DAT_EP_STATE_RESERVED;
-    else if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED)
-        ep->state = DAT_EP_STATE_UNCONFIGURED_RESERVED;
-    else
-        rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));
-    if (rc == DAT_SUCCESS)
-        ep->rsp = &sp->h;
-    pthread_mutex_unlock(&ep->lock);
-    pthread_mutex_unlock(&ep->cm_lock);
-    if (rc != DAT_SUCCESS) {
-        sd_sp_teardown(&sp->h);
-        sd_handle_discard(&sp->h);
+    if ((rc = sd_sp_reserve_ep(sp, ep, prov)) != DAT_SUCCESS)
         goto out;
-    }
-    sd_handle_ref(&ep->h);
-    sp->ep = ep;
-    sp->ep_is_provider = prov;
-    if (prov) {
-        pthread_mutex_lock(&ep->lock);
-        ep->provider_ep = true;
-        pthread_mutex_unlock(&ep->lock);
-    }
     sp->conn_qual = qual;
     /* On failure the RSP's teardown un-reserves the EP. */
     if ((rc = sd_sp_start(sp, rsp_listen, &qual)) == DAT_SUCCESS)
         *rsp_handle = (DAT_RSP_HANDLE)sp;
 out:
-    if (ep != NULL) {
-        /* A provider EP that did not end up reserved is ours to drop. */
-        if (prov && rc != DAT_SUCCESS)
-            sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
-        sd_handle_put(&ep->h);
-    }
+    sd_sp_ep_put(ep, prov, rc);
     sd_handle_put(&ia->h);
     return rc;
 }

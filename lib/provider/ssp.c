@@ -167,18 +167,8 @@ DAT_RETURN sd_iw_ssp_create(DAT_IA_HANDLE ia_handle, DAT_IW_SOCKET fd, DAT_EP_HA
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
         goto out;
     }
-    if (prov) {
-        rc = sd_ep_create_obj(ia, NULL, NULL, NULL, NULL, NULL, DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, &ep);
-        if (rc != DAT_SUCCESS)
-            goto out;
-        sd_handle_ref(&ep->h);
-    } else if ((rc = sd_ep_get(ep_handle, &ep)) != DAT_SUCCESS) {
+    if ((rc = sd_sp_ep_arg(ia, ep_handle, &ep)) != DAT_SUCCESS)
         goto out;
-    }
-    if (ep->h.ia != ia) {
-        rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
-        goto out;
-    }
     struct sd_sp *sp;
     if ((rc = sd_sp_new(ia, &ssp_ops, evd_handle, &sp)) != DAT_SUCCESS)
         goto out;
@@ -189,33 +179,8 @@ DAT_RETURN sd_iw_ssp_create(DAT_IA_HANDLE ia_handle, DAT_IW_SOCKET fd, DAT_EP_HA
         sd_handle_discard(&sp->h);
         goto out;
     }
-    /* Reserve the EP ("an Endpoint not in the Idle state": INVALID_STATE). */
-    pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
-    DAT_EP_STATE st = ep->state;
-    if (ep->rsp == NULL && !ep->provider_ep && st == DAT_EP_STATE_UNCONNECTED)
-        ep->state = DAT_EP_STATE_RESERVED;
-    else if (ep->rsp == NULL && !ep->provider_ep && st == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED)
-        ep->state = DAT_EP_STATE_UNCONFIGURED_RESERVED;
-    else
-        rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(st));
-    if (rc == DAT_SUCCESS)
-        ep->rsp = &sp->h;
-    pthread_mutex_unlock(&ep->lock);
-    pthread_mutex_unlock(&ep->cm_lock);
-    if (rc != DAT_SUCCESS) {
-        sd_sp_teardown(&sp->h);
-        sd_handle_discard(&sp->h);
+    if ((rc = sd_sp_reserve_ep(sp, ep, prov)) != DAT_SUCCESS)
         goto out;
-    }
-    sd_handle_ref(&ep->h);
-    sp->ep = ep;
-    sp->ep_is_provider = prov;
-    if (prov) {
-        pthread_mutex_lock(&ep->lock);
-        ep->provider_ep = true;
-        pthread_mutex_unlock(&ep->lock);
-    }
     if (!down && msg_len > 0 && !send_all(fd, msg, (size_t)msg_len))
         down = 1;
     if ((rc = sd_handle_publish(&sp->h)) != DAT_SUCCESS) {
@@ -250,11 +215,7 @@ DAT_RETURN sd_iw_ssp_create(DAT_IA_HANDLE ia_handle, DAT_IW_SOCKET fd, DAT_EP_HA
         post_socket_down(s);
     *out = (DAT_IW_SSP_HANDLE)sp;
 out:
-    if (ep != NULL) {
-        if (prov && rc != DAT_SUCCESS)
-            sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
-        sd_handle_put(&ep->h);
-    }
+    sd_sp_ep_put(ep, prov, rc);
     sd_handle_put(&ia->h);
     return rc;
 }
@@ -322,15 +283,7 @@ DAT_RETURN sd_iw_socket_connect(DAT_EP_HANDLE ep_handle, DAT_IW_SOCKET fd, DAT_T
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2); /* EP and socket parameters conflict */
     struct emu_conn_params prm;
     if (rc == DAT_SUCCESS) {
-        ep->state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
-        ep->aborting = false;
-        ep->conn_id = sd_ep_next_conn_id();
-        memcpy(&ep->remote_addr, &peer, sizeof peer);
-        ep->remote_port = emu_sockaddr_port((const struct sockaddr *)&peer);
-        ep->remote_set = true;
-        ep->initiator = true;
-        ep->ev_pdata_len = 0;
-        sd_ep_conn_params(ep, &prm, timeout == DAT_TIMEOUT_INFINITE ? EMU_TIMEOUT_INFINITE : (uint64_t)timeout);
+        sd_ep_begin_active_locked(ep, &peer, emu_sockaddr_port((const struct sockaddr *)&peer), timeout, &prm);
     }
     pthread_mutex_unlock(&ep->lock);
     if (rc != DAT_SUCCESS) {

@@ -4,13 +4,13 @@
 # (server) / dat_iw_socket_connect (client) turn that very connection into
 # an RDMA connection, checked by an RDMA Write of 4 KiB. Under our libdat2
 # (IPv4, IPv6) and Debian's, on loopback and between two network
-# namespaces joined by a veth pair (test/e2e/lib/netns2.sh; CRC is on
+# namespaces joined by a veth pair (test/e2e/lib/netns.sh; CRC is on
 # there, as on any non-loopback link). Exit 0 pass, 77 skip.
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=test/e2e/lib/interop.sh
 . "$here/lib/interop.sh"
-# shellcheck source=test/e2e/lib/netns2.sh
-. "$here/lib/netns2.sh"
+# shellcheck source=test/e2e/lib/netns.sh
+. "$here/lib/netns.sh"
 peer=$BUILD/test/helpers/dat_ssp_peer
 [ -x "$peer" ] || { echo "not ok - $peer missing (run make first)"; exit 1; }
 
@@ -29,7 +29,7 @@ run() {
         il_stop "$spid"; return
     fi
     if [ "$where" = ns ]; then
-        il_run "$reg" 60 nsenter -t "$NS2_PID" -n "$peer" -c -P "$iac" -h "$host" -p "$port" >"$clog" 2>&1
+        il_run "$reg" 60 nsenter -t "$NS_PID" -n "$peer" -c -P "$iac" -h "$host" -p "$port" >"$clog" 2>&1
     else
         il_run "$reg" 60 "$peer" -c -P "$iac" -h "$host" -p "$port" >"$clog" 2>&1
     fi
@@ -49,15 +49,14 @@ for reg in $(il_registries); do
     run "$reg" "loopback IPv4" softdat-lo softdat-lo 127.0.0.1
     run "$reg" "loopback IPv6" softdat-lo6 softdat-lo6 ::1
 done
-if ns2_setup; then
-    ns2_conf "$IL_TMP/ns.conf" "$BUILD/lib/libdaplsoft.so.2"
-    IL_CONF=$IL_TMP/ns.conf
+if ns_setup; then
+    IL_CONF=$NS_CONF
     for reg in $(il_registries); do
-        run "$reg" "two namespaces IPv4" softdat-nsa softdat-nsb 10.77.0.1 ns
-        run "$reg" "two namespaces IPv6" softdat-nsa6 softdat-nsb6 fd77::1 ns
+        run "$reg" "two namespaces IPv4" softdat-nsa softdat-nsb "$NS_A" ns
+        run "$reg" "two namespaces IPv6" softdat-nsa6 softdat-nsb6 "$NS_A6" ns
     done
-    ns2_cleanup
+    ns_cleanup
 else
-    il_skip "SSP between two network namespaces: $NS2_WHY"
+    il_skip "SSP between two network namespaces: $NS_WHY"
 fi
 il_finish

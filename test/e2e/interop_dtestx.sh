@@ -6,7 +6,7 @@
 #    -m, -p (counters: dat_ib_query/print_counters) and -q
 #    (dat_ib_open_query, no server); the RC modes also between two network
 #    namespaces (server in the first, client in the second,
-#    test/e2e/lib/netns2.sh);
+#    test/e2e/lib/netns.sh);
 #  - unreliable datagrams (-u, -U 1, -U 4, -U 16, -u -m, -U 16 -m) over loopback
 #    and between two network namespaces joined by a veth pair
 #    (test/e2e/lib/netns.sh): UD address exchange, datagrams both ways,
@@ -22,8 +22,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib/interop.sh"
 # shellcheck source=test/e2e/lib/netns.sh
 . "$here/lib/netns.sh"
-# shellcheck source=test/e2e/lib/netns2.sh
-. "$here/lib/netns2.sh"
 il_require_bin dtestx
 
 SIDE=15828
@@ -136,7 +134,7 @@ ns_case() {
         il_notok "$name: server not listening"; il_show server "$slog"; il_stop "$spid"; return
     fi
     # shellcheck disable=SC2086
-    il_run "$reg" 60 nsenter -t "$NS2_PID" -n dtestx -P softdat-nsb -h 10.77.0.1 $args >"$clog" 2>&1 </dev/null
+    il_run "$reg" 60 nsenter -t "$NS_PID" -n dtestx -P softdat-nsb -h "$NS_A" $args >"$clog" 2>&1 </dev/null
     local crc=$?
     il_wait "$spid" 15
     local src=$?
@@ -150,32 +148,28 @@ ns_case() {
 }
 
 nsn=0
-if ns2_setup; then
-    ns2_conf "$IL_TMP/ns.conf" "$BUILD/lib/libdaplsoft.so.2"
-    IL_CONF=$IL_TMP/ns.conf
+if ns_setup; then
+    IL_CONF=$NS_CONF
     for reg in $(il_registries); do
         ns_case "$reg" "RC" ""
         ns_case "$reg" "-v" "-v"
         ns_case "$reg" "-m" "-m"
         ns_case "$reg" "-p (counters)" "-p"
         qlog=$IL_TMP/dtestx-ns-q-$reg.log
-        il_run "$reg" 30 nsenter -t "$NS2_PID" -n dtestx -P softdat-nsb -q >"$qlog" 2>&1 </dev/null
+        il_run "$reg" 30 nsenter -t "$NS_PID" -n dtestx -P softdat-nsb -q >"$qlog" 2>&1 </dev/null
         if [ $? -eq 0 ] && grep -q 'Open_Query: softdat-nsb num_attrs' "$qlog"; then
             il_ok "dtestx -q (open query), second namespace, $reg libdat2"
         else
             il_notok "dtestx -q (open query), second namespace, $reg libdat2"; il_show q "$qlog" 8
         fi
     done
-    ns2_cleanup
     IL_CONF=$BUILD/dat.conf
-else
-    il_skip "dtestx between two network namespaces: $NS2_WHY"
-fi
-if ns_setup; then
     for reg in $(il_registries); do
         for m in "${UD_MODES[@]}"; do ud_ns_case "$reg" "$m"; done
     done
+    ns_cleanup
 else
+    il_skip "dtestx between two network namespaces: $NS_WHY"
     il_skip "dtestx UD between network namespaces: $NS_WHY"
 fi
 il_finish

@@ -35,18 +35,18 @@ fi
 # small queue: queueing delay and tail drops, so TCP loses and retransmits)
 # is nearly always there. Link cuts need neither: the link goes down.
 HAVE_NETEM=0 HAVE_TBF=0
-tc qdisc add dev sdveth-a root netem delay 1ms 2>/dev/null && HAVE_NETEM=1
-tc qdisc del dev sdveth-a root 2>/dev/null
-tc qdisc add dev sdveth-a root tbf rate 50mbit burst 16kb limit 20kb 2>/dev/null && HAVE_TBF=1
-tc qdisc del dev sdveth-a root 2>/dev/null
+tc qdisc add dev sd-va root netem delay 1ms 2>/dev/null && HAVE_NETEM=1
+tc qdisc del dev sd-va root 2>/dev/null
+tc qdisc add dev sd-va root tbf rate 50mbit burst 16kb limit 20kb 2>/dev/null && HAVE_TBF=1
+tc qdisc del dev sd-va root 2>/dev/null
 
 PORT=24601
 qdisc() { # "QDISC args" | "" (none): on both ends of the link
-    tc qdisc del dev sdveth-a root 2>/dev/null
-    ns_exec tc qdisc del dev sdveth-b root 2>/dev/null
+    tc qdisc del dev sd-va root 2>/dev/null
+    ns_exec tc qdisc del dev sd-vb root 2>/dev/null
     [ -z "$1" ] && return 0
     # shellcheck disable=SC2086  # the qdisc arguments are words
-    tc qdisc add dev sdveth-a root $1 && ns_exec tc qdisc add dev sdveth-b root $1
+    tc qdisc add dev sd-va root $1 && ns_exec tc qdisc add dev sd-vb root $1
 }
 
 # start_server MODE: the server in namespace B (PID SRV), waits for "listening".

@@ -331,7 +331,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     };
     struct emu_qp *qp = NULL;
     FUZZ_CHECK(emu_qp_create(&a, &qp) == 0);
-    qp->read_seq = 0; /* deterministic sink STags (QPENV_READ_SINK_STAG) */
+    qp->tx.read_seq = 0; /* deterministic sink STags (QPENV_READ_SINK_STAG) */
 
     unsigned nrecv = (fl >> 3) & 3;
     for (unsigned i = 0; i < nrecv; i++)

@@ -40,29 +40,9 @@
 
 #include <dat2/udat.h>
 
-static int failures;
-static const char *side = "?";
+#include "test/lib/peer.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s %s:%d: ", side, __FILE__, __LINE__);                                   \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fflush(stdout);                                                                        \
-        }                                                                                          \
-    } while (0)
-#define MUST(call)                                                                                 \
-    do {                                                                                           \
-        DAT_RETURN r_ = (call);                                                                    \
-        if (r_ != DAT_SUCCESS) {                                                                   \
-            printf("FAIL %s %s:%d: %s = 0x%08x\n", side, __FILE__, __LINE__, #call, (unsigned)r_); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
-#define TMO (10u * 1000000u)
 #define SLOT (65536 + 64)
 #define NRECV 12
 #define TGT 65536
@@ -94,42 +74,14 @@ static void reg(struct peer *p, char *buf, DAT_VLEN len, DAT_LMR_HANDLE *h, DAT_
     rd.for_va = buf;
     DAT_VLEN sz;
     DAT_VADDR va;
-    MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, h, lc,
+    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, h, lc,
                         rc, &sz, &va));
-}
-
-static DAT_LMR_TRIPLET tri(DAT_LMR_CONTEXT lc, const void *a, DAT_SEG_LENGTH len)
-{
-    DAT_LMR_TRIPLET t;
-    t.lmr_context = lc;
-    t.virtual_address = (DAT_VADDR)(uintptr_t)a;
-    t.segment_length = len;
-    return t;
-}
-
-static DAT_DTO_COOKIE ck(uint64_t v)
-{
-    DAT_DTO_COOKIE c;
-    c.as_64 = v;
-    return c;
-}
-
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, const char *what)
-{
-    DAT_EVENT ev;
-    DAT_COUNT n;
-    DAT_RETURN rc = dat_evd_wait(evd, TMO, 1, &ev, &n);
-    if (rc != DAT_SUCCESS) {
-        printf("FAIL %s: waiting for %s: 0x%08x\n", side, what, (unsigned)rc);
-        exit(1);
-    }
-    return ev;
 }
 
 static DAT_DTO_COMPLETION_EVENT_DATA wait_dto(DAT_EVD_HANDLE evd, const char *what)
 {
-    DAT_EVENT ev = wait_ev(evd, what);
-    CHECK(ev.event_number == DAT_DTO_COMPLETION_EVENT, "%s: event 0x%x", what, ev.event_number);
+    DAT_EVENT ev = peer_wait(evd, what);
+    PEER_EXPECT(ev.event_number == DAT_DTO_COMPLETION_EVENT, "%s: event 0x%x", what, ev.event_number);
     return ev.event_data.dto_completion_event_data;
 }
 
@@ -140,12 +92,12 @@ static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen, bool small_
 {
     memset(p, 0, sizeof *p);
     p->async = DAT_HANDLE_NULL;
-    MUST(dat_ia_open(ia_name, 16, &p->async, &p->ia));
-    MUST(dat_pz_create(p->ia, &p->pz));
-    MUST(dat_evd_create(p->ia, req_qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, &p->req));
-    MUST(dat_evd_create(p->ia, 256, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
-    MUST(dat_evd_create(p->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
-    MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
+    PEER_MUST(dat_ia_open(ia_name, 16, &p->async, &p->ia));
+    PEER_MUST(dat_pz_create(p->ia, &p->pz));
+    PEER_MUST(dat_evd_create(p->ia, req_qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, &p->req));
+    PEER_MUST(dat_evd_create(p->ia, 256, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
+    PEER_MUST(dat_evd_create(p->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
+    PEER_MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
     p->msg = aligned_alloc(4096, ((size_t)SLOT * NRECV + 4095) & ~(size_t)4095);
     p->tgt = aligned_alloc(4096, TGT);
     p->snk = aligned_alloc(4096, TGT);
@@ -174,7 +126,7 @@ static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen, bool small_
     a.max_rdma_read_out = 4;
     a.max_rdma_read_iov = 4;
     a.max_rdma_write_iov = 4;
-    MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
+    PEER_MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
     /* Every receive up front: slot i, cookie i. Slot 1 gets two segments.
      * (Scenario rnr: the server posts them late, post_recvs.) */
     if (!g_late_recvs)
@@ -186,11 +138,11 @@ static void post_recvs(struct peer *p)
     for (int i = 0; i < NRECV; i++) {
         char *s = p->msg + (size_t)i * SLOT;
         if (i == 4) {
-            DAT_LMR_TRIPLET v[2] = {tri(p->lc_msg, s, 500), tri(p->lc_msg, s + 500, SLOT - 500)};
-            MUST(dat_ep_post_recv(p->ep, 2, v, ck((uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+            DAT_LMR_TRIPLET v[2] = {peer_triplet(p->lc_msg, s, 500), peer_triplet(p->lc_msg, s + 500, SLOT - 500)};
+            PEER_MUST(dat_ep_post_recv(p->ep, 2, v, peer_cookie((uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
         } else {
-            DAT_LMR_TRIPLET t = tri(p->lc_msg, s, SLOT);
-            MUST(dat_ep_post_recv(p->ep, 1, &t, ck((uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+            DAT_LMR_TRIPLET t = peer_triplet(p->lc_msg, s, SLOT);
+            PEER_MUST(dat_ep_post_recv(p->ep, 1, &t, peer_cookie((uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
         }
     }
 }
@@ -199,27 +151,27 @@ static void post_recvs(struct peer *p)
 static char *expect_recv(struct peer *p, DAT_COUNT len, const char *what)
 {
     DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->rcv, what);
-    CHECK(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
-    CHECK(d.user_cookie.as_64 == (uint64_t)p->next_recv, "%s: cookie %llu, want %d", what,
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
+    PEER_EXPECT(d.user_cookie.as_64 == (uint64_t)p->next_recv, "%s: cookie %llu, want %d", what,
           (unsigned long long)d.user_cookie.as_64, p->next_recv);
-    CHECK(d.transfered_length == (DAT_SEG_LENGTH)len, "%s: transfered_length %u, want %d", what,
+    PEER_EXPECT(d.transfered_length == (DAT_SEG_LENGTH)len, "%s: transfered_length %u, want %d", what,
           (unsigned)d.transfered_length, len);
-    CHECK(d.operation == DAT_DTO_RECEIVE, "%s: operation %d", what, d.operation);
-    CHECK(d.ep_handle == p->ep, "%s: ep_handle", what);
+    PEER_EXPECT(d.operation == DAT_DTO_RECEIVE, "%s: operation %d", what, d.operation);
+    PEER_EXPECT(d.ep_handle == p->ep, "%s: ep_handle", what);
     return p->msg + (size_t)p->next_recv++ * SLOT;
 }
 
 static void send_msg(struct peer *p, const void *data, DAT_SEG_LENGTH len, uint64_t cookie, const char *what)
 {
     memcpy(p->snk, data, len);
-    DAT_LMR_TRIPLET t = tri(p->lc_snk, p->snk, len);
-    MUST(dat_ep_post_send(p->ep, 1, &t, ck(cookie), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_LMR_TRIPLET t = peer_triplet(p->lc_snk, p->snk, len);
+    PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(cookie), DAT_COMPLETION_DEFAULT_FLAG));
     DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, what);
-    CHECK(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
-    CHECK(d.user_cookie.as_64 == cookie, "%s: cookie", what);
-    CHECK(d.transfered_length == len, "%s: transfered_length %u want %u", what, (unsigned)d.transfered_length,
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
+    PEER_EXPECT(d.user_cookie.as_64 == cookie, "%s: cookie", what);
+    PEER_EXPECT(d.transfered_length == len, "%s: transfered_length %u want %u", what, (unsigned)d.transfered_length,
           (unsigned)len);
-    CHECK(d.operation == DAT_DTO_SEND, "%s: op %d", what, d.operation);
+    PEER_EXPECT(d.operation == DAT_DTO_SEND, "%s: op %d", what, d.operation);
 }
 
 /* Both sides: send our target's triplet, receive the peer's. */
@@ -237,12 +189,12 @@ static void check_flush(struct peer *p)
     /* Every receive not consumed completes FLUSHED, in post order. */
     for (int i = p->next_recv; i < NRECV; i++) {
         DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->rcv, "flushed recv");
-        CHECK(d.status == DAT_DTO_ERR_FLUSHED, "flush: status %d", d.status);
-        CHECK(d.user_cookie.as_64 == (uint64_t)i, "flush: cookie %llu want %d", (unsigned long long)d.user_cookie.as_64,
+        PEER_EXPECT(d.status == DAT_DTO_ERR_FLUSHED, "flush: status %d", d.status);
+        PEER_EXPECT(d.user_cookie.as_64 == (uint64_t)i, "flush: cookie %llu want %d", (unsigned long long)d.user_cookie.as_64,
               i);
     }
     DAT_EVENT ev;
-    CHECK(DAT_GET_TYPE(dat_evd_dequeue(p->rcv, &ev)) == DAT_QUEUE_EMPTY, "extra recv event");
+    PEER_EXPECT(DAT_GET_TYPE(dat_evd_dequeue(p->rcv, &ev)) == DAT_QUEUE_EMPTY, "extra recv event");
 }
 
 static void client_basic(struct peer *p)
@@ -257,52 +209,52 @@ static void client_basic(struct peer *p)
     send_msg(p, big, 65536, 3, "send 64k");
     for (int i = 0; i < 600; i++)
         p->snk[i] = (char)(i + 1);
-    DAT_LMR_TRIPLET v[3] = {tri(p->lc_snk, p->snk, 100), tri(p->lc_snk, p->snk + 100, 200),
-                            tri(p->lc_snk, p->snk + 300, 300)};
-    MUST(dat_ep_post_send(p->ep, 3, v, ck(4), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_LMR_TRIPLET v[3] = {peer_triplet(p->lc_snk, p->snk, 100), peer_triplet(p->lc_snk, p->snk + 100, 200),
+                            peer_triplet(p->lc_snk, p->snk + 300, 300)};
+    PEER_MUST(dat_ep_post_send(p->ep, 3, v, peer_cookie(4), DAT_COMPLETION_DEFAULT_FLAG));
     DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "send 3seg");
-    CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == 600, "3seg: %d %u", d.status,
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.transfered_length == 600, "3seg: %d %u", d.status,
           (unsigned)d.transfered_length);
     /* RDMA Write, then a Send: the target checks the bytes. */
     for (int i = 0; i < W_LEN; i++)
         p->snk[1024 + i] = (char)(i * 13 + 1);
-    DAT_LMR_TRIPLET w = tri(p->lc_snk, p->snk + 1024, W_LEN);
+    DAT_LMR_TRIPLET w = peer_triplet(p->lc_snk, p->snk + 1024, W_LEN);
     DAT_RMR_TRIPLET r = p->remote;
     r.virtual_address += W_OFF;
     r.segment_length = W_LEN;
-    MUST(dat_ep_post_rdma_write(p->ep, 1, &w, ck(5), &r, DAT_COMPLETION_DEFAULT_FLAG));
+    PEER_MUST(dat_ep_post_rdma_write(p->ep, 1, &w, peer_cookie(5), &r, DAT_COMPLETION_DEFAULT_FLAG));
     d = wait_dto(p->req, "rdma write");
-    CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == W_LEN && d.operation == DAT_DTO_RDMA_WRITE &&
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.transfered_length == W_LEN && d.operation == DAT_DTO_RDMA_WRITE &&
               d.user_cookie.as_64 == 5,
           "write: %d %u %d", d.status, (unsigned)d.transfered_length, d.operation);
     send_msg(p, "W", 1, 6, "send after write");
     /* RDMA Read of the peer's pattern. */
     memset(p->snk + 16384, 0, R_LEN);
-    DAT_LMR_TRIPLET rs = tri(p->lc_snk, p->snk + 16384, R_LEN);
+    DAT_LMR_TRIPLET rs = peer_triplet(p->lc_snk, p->snk + 16384, R_LEN);
     DAT_RMR_TRIPLET rr = p->remote;
     rr.virtual_address += R_OFF;
     rr.segment_length = R_LEN;
-    MUST(dat_ep_post_rdma_read(p->ep, 1, &rs, ck(7), &rr, DAT_COMPLETION_DEFAULT_FLAG));
+    PEER_MUST(dat_ep_post_rdma_read(p->ep, 1, &rs, peer_cookie(7), &rr, DAT_COMPLETION_DEFAULT_FLAG));
     d = wait_dto(p->req, "rdma read");
-    CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == R_LEN && d.operation == DAT_DTO_RDMA_READ &&
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.transfered_length == R_LEN && d.operation == DAT_DTO_RDMA_READ &&
               d.user_cookie.as_64 == 7,
           "read: %d %u %d", d.status, (unsigned)d.transfered_length, d.operation);
     int bad = 0;
     for (int i = 0; i < R_LEN; i++)
         bad += p->snk[16384 + i] != (char)(i * 7 + 3);
-    CHECK(bad == 0, "rdma read: %d bytes differ", bad);
+    PEER_EXPECT(bad == 0, "rdma read: %d bytes differ", bad);
     /* 20 Writes, every 5th signalled, with only 8 request slots: the
      * suppressed ones are released by the signalled completions. */
     int got = 0;
     for (int i = 0; i < NWRITES; i++) {
-        DAT_LMR_TRIPLET one = tri(p->lc_snk, p->snk + 1024, 64);
+        DAT_LMR_TRIPLET one = peer_triplet(p->lc_snk, p->snk + 1024, 64);
         DAT_RMR_TRIPLET rw = p->remote;
         rw.virtual_address += B_OFF;
         rw.segment_length = 64;
         bool sig = i % 5 == 4;
         DAT_RETURN rc;
         int tries = 0;
-        while ((rc = dat_ep_post_rdma_write(p->ep, 1, &one, ck(100 + (uint64_t)i), &rw,
+        while ((rc = dat_ep_post_rdma_write(p->ep, 1, &one, peer_cookie(100 + (uint64_t)i), &rw,
                                             sig ? DAT_COMPLETION_DEFAULT_FLAG : DAT_COMPLETION_SUPPRESS_FLAG)) !=
                    DAT_SUCCESS &&
                DAT_GET_TYPE(rc) == DAT_INSUFFICIENT_RESOURCES && tries++ < NWRITES / 5 &&
@@ -311,29 +263,29 @@ static void client_basic(struct peer *p)
              * InfiniBand semantics they come once the peer placed the
              * Writes, so the one reaped may free no slot yet). */
             d = wait_dto(p->req, "signalled write");
-            CHECK(d.user_cookie.as_64 == 100 + (uint64_t)(got * 5 + 4), "burst cookie %llu",
+            PEER_EXPECT(d.user_cookie.as_64 == 100 + (uint64_t)(got * 5 + 4), "burst cookie %llu",
                   (unsigned long long)d.user_cookie.as_64);
             got++;
         }
-        CHECK(rc == DAT_SUCCESS, "burst post %d: 0x%x", i, (unsigned)rc);
+        PEER_EXPECT(rc == DAT_SUCCESS, "burst post %d: 0x%x", i, (unsigned)rc);
     }
     while (got < NWRITES / 5) {
         d = wait_dto(p->req, "signalled write");
-        CHECK(d.status == DAT_DTO_SUCCESS, "burst status %d", d.status);
-        CHECK(d.user_cookie.as_64 == 100 + (uint64_t)(got * 5 + 4), "burst cookie %llu want %d",
+        PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "burst status %d", d.status);
+        PEER_EXPECT(d.user_cookie.as_64 == 100 + (uint64_t)(got * 5 + 4), "burst cookie %llu want %d",
               (unsigned long long)d.user_cookie.as_64, 100 + got * 5 + 4);
         got++;
     }
     DAT_EVENT ev;
-    CHECK(DAT_GET_TYPE(dat_evd_dequeue(p->req, &ev)) == DAT_QUEUE_EMPTY, "suppressed writes produced events");
+    PEER_EXPECT(DAT_GET_TYPE(dat_evd_dequeue(p->req, &ev)) == DAT_QUEUE_EMPTY, "suppressed writes produced events");
     /* Tell the server we are done; it checks and answers. */
     send_msg(p, "D", 1, 8, "send done");
     char *ans = expect_recv(p, 2, "server verdict");
-    CHECK(memcmp(ans, "OK", 2) == 0, "server verdict %.2s", ans);
+    PEER_EXPECT(memcmp(ans, "OK", 2) == 0, "server verdict %.2s", ans);
     free(big);
-    MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_ABRUPT_FLAG));
-    ev = wait_ev(p->conn, "disconnected");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
+    PEER_MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_ABRUPT_FLAG));
+    ev = peer_wait(p->conn, "disconnected");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
     check_flush(p);
 }
 
@@ -343,34 +295,34 @@ static void server_basic(struct peer *p)
     char *m = expect_recv(p, 0, "recv 0");
     (void)m;
     m = expect_recv(p, 1, "recv 1");
-    CHECK(m[0] == 0x5a, "recv 1 byte %02x", (unsigned char)m[0]);
+    PEER_EXPECT(m[0] == 0x5a, "recv 1 byte %02x", (unsigned char)m[0]);
     m = expect_recv(p, 65536, "recv 64k");
     int bad = 0;
     for (int i = 0; i < 65536; i++)
         bad += m[i] != (char)(i ^ (i >> 8));
-    CHECK(bad == 0, "64k: %d bytes differ", bad);
+    PEER_EXPECT(bad == 0, "64k: %d bytes differ", bad);
     m = expect_recv(p, 600, "recv 3seg");
     bad = 0;
     for (int i = 0; i < 600; i++)
         bad += m[i] != (char)(i + 1);
-    CHECK(bad == 0, "3seg: %d bytes differ", bad);
+    PEER_EXPECT(bad == 0, "3seg: %d bytes differ", bad);
     m = expect_recv(p, 1, "recv after write");
-    CHECK(m[0] == 'W', "after write: %c", m[0]);
+    PEER_EXPECT(m[0] == 'W', "after write: %c", m[0]);
     bad = 0;
     for (int i = 0; i < W_LEN; i++)
         bad += p->tgt[W_OFF + i] != (char)(i * 13 + 1);
-    CHECK(bad == 0, "rdma write target: %d bytes differ", bad);
+    PEER_EXPECT(bad == 0, "rdma write target: %d bytes differ", bad);
     int canary = 0;
     for (int i = 0; i < W_OFF; i++)
         canary += (unsigned char)p->tgt[i] != 0xCC;
     for (int i = W_OFF + W_LEN; i < R_OFF; i++)
         canary += (unsigned char)p->tgt[i] != 0xCC;
-    CHECK(canary == 0, "rdma write: %d canary bytes changed", canary);
+    PEER_EXPECT(canary == 0, "rdma write: %d canary bytes changed", canary);
     m = expect_recv(p, 1, "recv done");
-    CHECK(m[0] == 'D', "done: %c", m[0]);
-    send_msg(p, failures ? "NO" : "OK", 2, 9, "verdict");
-    DAT_EVENT ev = wait_ev(p->conn, "disconnected");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED || ev.event_number == DAT_CONNECTION_EVENT_BROKEN,
+    PEER_EXPECT(m[0] == 'D', "done: %c", m[0]);
+    send_msg(p, peer_failures ? "NO" : "OK", 2, 9, "verdict");
+    DAT_EVENT ev = peer_wait(p->conn, "disconnected");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED || ev.event_number == DAT_CONNECTION_EVENT_BROKEN,
           "conn event 0x%x", ev.event_number);
     check_flush(p);
 }
@@ -382,21 +334,21 @@ static void client_violation(struct peer *p)
      * for the bad rmr_context is reported on it. (A Write completes once
      * its bytes are on the socket, before any verdict of the target:
      * dto_async_return_guaranteed is FALSE; the break still follows.) */
-    DAT_LMR_TRIPLET s = tri(p->lc_snk, p->snk, 256);
+    DAT_LMR_TRIPLET s = peer_triplet(p->lc_snk, p->snk, 256);
     DAT_RMR_TRIPLET r = p->remote;
     r.rmr_context ^= 0x5555u;
     r.segment_length = 256;
-    MUST(dat_ep_post_rdma_read(p->ep, 1, &s, ck(77), &r, DAT_COMPLETION_SUPPRESS_FLAG));
+    PEER_MUST(dat_ep_post_rdma_read(p->ep, 1, &s, peer_cookie(77), &r, DAT_COMPLETION_SUPPRESS_FLAG));
     DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "bad read");
-    CHECK(d.user_cookie.as_64 == 77, "bad read cookie");
-    CHECK(d.status == DAT_DTO_ERR_REMOTE_ACCESS, "bad read: status %d, want REMOTE_ACCESS", d.status);
-    CHECK(d.operation == DAT_DTO_RDMA_READ, "bad read: op %d", d.operation);
-    DAT_EVENT ev = wait_ev(p->conn, "broken");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x, want BROKEN", ev.event_number);
+    PEER_EXPECT(d.user_cookie.as_64 == 77, "bad read cookie");
+    PEER_EXPECT(d.status == DAT_DTO_ERR_REMOTE_ACCESS, "bad read: status %d, want REMOTE_ACCESS", d.status);
+    PEER_EXPECT(d.operation == DAT_DTO_RDMA_READ, "bad read: op %d", d.operation);
+    DAT_EVENT ev = peer_wait(p->conn, "broken");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x, want BROKEN", ev.event_number);
     /* Posts after the break are flushed, after everything earlier. */
-    MUST(dat_ep_post_send(p->ep, 0, NULL, ck(78), DAT_COMPLETION_DEFAULT_FLAG));
+    PEER_MUST(dat_ep_post_send(p->ep, 0, NULL, peer_cookie(78), DAT_COMPLETION_DEFAULT_FLAG));
     d = wait_dto(p->req, "post after break");
-    CHECK(d.user_cookie.as_64 == 78 && d.status == DAT_DTO_ERR_FLUSHED, "after break: %llu %d",
+    PEER_EXPECT(d.user_cookie.as_64 == 78 && d.status == DAT_DTO_ERR_FLUSHED, "after break: %llu %d",
           (unsigned long long)d.user_cookie.as_64, d.status);
     check_flush(p);
 }
@@ -404,13 +356,13 @@ static void client_violation(struct peer *p)
 static void server_violation(struct peer *p)
 {
     exchange(p);
-    DAT_EVENT ev = wait_ev(p->conn, "connection end");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN || ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED,
+    DAT_EVENT ev = peer_wait(p->conn, "connection end");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_BROKEN || ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED,
           "conn event 0x%x", ev.event_number);
     int canary = 0;
     for (int i = 0; i < R_OFF; i++)
         canary += (unsigned char)p->tgt[i] != 0xCC;
-    CHECK(canary == 0, "bad write changed %d target bytes", canary);
+    PEER_EXPECT(canary == 0, "bad write changed %d target bytes", canary);
     check_flush(p);
 }
 
@@ -421,38 +373,38 @@ static void client_overflow(struct peer *p)
 {
     exchange(p);
     for (int i = 0; i < 4; i++) {
-        DAT_LMR_TRIPLET t = tri(p->lc_snk, p->snk, 1);
-        MUST(dat_ep_post_send(p->ep, 1, &t, ck(200 + (uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+        DAT_LMR_TRIPLET t = peer_triplet(p->lc_snk, p->snk, 1);
+        PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(200 + (uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
     }
-    DAT_EVENT ev = wait_ev(p->conn, "broken after overflow");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x, want BROKEN", ev.event_number);
+    DAT_EVENT ev = peer_wait(p->conn, "broken after overflow");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x, want BROKEN", ev.event_number);
     for (int i = 0; i < 2; i++) {
         DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "kept completion");
-        CHECK(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == 200 + (uint64_t)i, "kept %d: %d %llu", i,
+        PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == 200 + (uint64_t)i, "kept %d: %d %llu", i,
               d.status, (unsigned long long)d.user_cookie.as_64);
     }
-    ev = wait_ev(p->async, "overflow async event");
-    CHECK(ev.event_number == DAT_ASYNC_ERROR_EVD_OVERFLOW, "async event 0x%x", ev.event_number);
+    ev = peer_wait(p->async, "overflow async event");
+    PEER_EXPECT(ev.event_number == DAT_ASYNC_ERROR_EVD_OVERFLOW, "async event 0x%x", ev.event_number);
     check_flush(p);
 }
 
 static void server_overflow(struct peer *p)
 {
     exchange(p);
-    DAT_EVENT ev = wait_ev(p->conn, "connection end");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN || ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED,
+    DAT_EVENT ev = peer_wait(p->conn, "connection end");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_BROKEN || ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED,
           "conn event 0x%x", ev.event_number);
     /* Some of the 1-byte Sends may have landed before the break. */
     DAT_DTO_COMPLETION_EVENT_DATA d;
     int i = p->next_recv;
     for (; i < NRECV; i++) {
         d = wait_dto(p->rcv, "recv");
-        CHECK(d.user_cookie.as_64 == (uint64_t)i, "cookie %llu want %d", (unsigned long long)d.user_cookie.as_64, i);
+        PEER_EXPECT(d.user_cookie.as_64 == (uint64_t)i, "cookie %llu want %d", (unsigned long long)d.user_cookie.as_64, i);
         if (d.status != DAT_DTO_SUCCESS)
             break;
-        CHECK(d.transfered_length == 1 || d.transfered_length == 8192, "len %u", (unsigned)d.transfered_length);
+        PEER_EXPECT(d.transfered_length == 1 || d.transfered_length == 8192, "len %u", (unsigned)d.transfered_length);
     }
-    CHECK(i < NRECV && d.status == DAT_DTO_ERR_FLUSHED, "no flushed receive");
+    PEER_EXPECT(i < NRECV && d.status == DAT_DTO_ERR_FLUSHED, "no flushed receive");
     p->next_recv = i + 1;
     check_flush(p);
 }
@@ -465,44 +417,44 @@ static void server_bind(struct peer *p)
 {
     exchange(p);
     DAT_RMR_HANDLE rmr;
-    MUST(dat_rmr_create(p->pz, &rmr));
-    DAT_LMR_TRIPLET range = tri(p->lc_tgt, p->tgt + W_OFF, W_LEN);
+    PEER_MUST(dat_rmr_create(p->pz, &rmr));
+    DAT_LMR_TRIPLET range = peer_triplet(p->lc_tgt, p->tgt + W_OFF, W_LEN);
     DAT_RMR_CONTEXT ctx = 0;
-    DAT_RMR_COOKIE c = ck(0xB1);
-    MUST(dat_rmr_bind(rmr, p->lmr_tgt, &range, DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
+    DAT_RMR_COOKIE c = peer_cookie(0xB1);
+    PEER_MUST(dat_rmr_bind(rmr, p->lmr_tgt, &range, DAT_MEM_PRIV_REMOTE_READ_FLAG | DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
                       DAT_VA_TYPE_VA, p->ep, c, DAT_COMPLETION_DEFAULT_FLAG, &ctx));
-    CHECK(ctx != 0 && ctx != p->rc_tgt, "bind context 0x%x", ctx);
-    DAT_EVENT ev = wait_ev(p->req, "bind completion");
-    CHECK(ev.event_number == DAT_RMR_BIND_COMPLETION_EVENT, "bind event 0x%x", ev.event_number);
-    CHECK(ev.event_data.rmr_completion_event_data.status == DAT_RMR_BIND_SUCCESS, "bind status %d",
+    PEER_EXPECT(ctx != 0 && ctx != p->rc_tgt, "bind context 0x%x", ctx);
+    DAT_EVENT ev = peer_wait(p->req, "bind completion");
+    PEER_EXPECT(ev.event_number == DAT_RMR_BIND_COMPLETION_EVENT, "bind event 0x%x", ev.event_number);
+    PEER_EXPECT(ev.event_data.rmr_completion_event_data.status == DAT_RMR_BIND_SUCCESS, "bind status %d",
           ev.event_data.rmr_completion_event_data.status);
-    CHECK(ev.event_data.rmr_completion_event_data.rmr_handle == rmr, "bind rmr handle");
-    CHECK(ev.event_data.rmr_completion_event_data.user_cookie.as_64 == 0xB1, "bind cookie");
+    PEER_EXPECT(ev.event_data.rmr_completion_event_data.rmr_handle == rmr, "bind rmr handle");
+    PEER_EXPECT(ev.event_data.rmr_completion_event_data.user_cookie.as_64 == 0xB1, "bind cookie");
     DAT_RMR_PARAM rp;
-    MUST(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &rp));
-    CHECK(rp.rmr_context == ctx, "query context 0x%x, bind said 0x%x", rp.rmr_context, ctx);
+    PEER_MUST(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &rp));
+    PEER_EXPECT(rp.rmr_context == ctx, "query context 0x%x, bind said 0x%x", rp.rmr_context, ctx);
     DAT_RMR_TRIPLET w = {.virtual_address = (DAT_VADDR)(uintptr_t)(p->tgt + W_OFF), .segment_length = W_LEN,
                          .rmr_context = ctx};
     send_msg(p, &w, sizeof w, 10, "rmr triplet");
     char *m = expect_recv(p, 1, "written via rmr");
-    CHECK(m[0] == 'W', "msg %c", m[0]);
+    PEER_EXPECT(m[0] == 'W', "msg %c", m[0]);
     int bad = 0;
     for (int i = 0; i < W_LEN; i++)
         bad += p->tgt[W_OFF + i] != (char)(i * 5 + 2);
-    CHECK(bad == 0, "write via rmr: %d bytes differ", bad);
-    DAT_LMR_TRIPLET none = tri(0, NULL, 0);
-    MUST(dat_rmr_bind(rmr, DAT_HANDLE_NULL, &none, 0, DAT_VA_TYPE_VA, p->ep, ck(0xB2), DAT_COMPLETION_DEFAULT_FLAG,
+    PEER_EXPECT(bad == 0, "write via rmr: %d bytes differ", bad);
+    DAT_LMR_TRIPLET none = peer_triplet(0, NULL, 0);
+    PEER_MUST(dat_rmr_bind(rmr, DAT_HANDLE_NULL, &none, 0, DAT_VA_TYPE_VA, p->ep, peer_cookie(0xB2), DAT_COMPLETION_DEFAULT_FLAG,
                       &ctx));
-    ev = wait_ev(p->req, "unbind completion");
-    CHECK(ev.event_number == DAT_RMR_BIND_COMPLETION_EVENT &&
+    ev = peer_wait(p->req, "unbind completion");
+    PEER_EXPECT(ev.event_number == DAT_RMR_BIND_COMPLETION_EVENT &&
               ev.event_data.rmr_completion_event_data.status == DAT_RMR_BIND_SUCCESS,
           "unbind event 0x%x status %d", ev.event_number, ev.event_data.rmr_completion_event_data.status);
     send_msg(p, "U", 1, 11, "unbound");
-    ev = wait_ev(p->conn, "connection end");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN || ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED,
+    ev = peer_wait(p->conn, "connection end");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_BROKEN || ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED,
           "conn event 0x%x", ev.event_number);
     check_flush(p);
-    MUST(dat_rmr_free(rmr));
+    PEER_MUST(dat_rmr_free(rmr));
 }
 
 static void client_bind(struct peer *p)
@@ -512,23 +464,23 @@ static void client_bind(struct peer *p)
     memcpy(&w, expect_recv(p, sizeof w, "rmr triplet"), sizeof w);
     for (int i = 0; i < W_LEN; i++)
         p->snk[i] = (char)(i * 5 + 2);
-    DAT_LMR_TRIPLET src = tri(p->lc_snk, p->snk, W_LEN);
-    MUST(dat_ep_post_rdma_write(p->ep, 1, &src, ck(20), &w, DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_LMR_TRIPLET src = peer_triplet(p->lc_snk, p->snk, W_LEN);
+    PEER_MUST(dat_ep_post_rdma_write(p->ep, 1, &src, peer_cookie(20), &w, DAT_COMPLETION_DEFAULT_FLAG));
     DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "write via rmr");
-    CHECK(d.status == DAT_DTO_SUCCESS, "write via rmr: %d", d.status);
-    DAT_LMR_TRIPLET snk = tri(p->lc_snk, p->snk + 8192, W_LEN);
-    MUST(dat_ep_post_rdma_read(p->ep, 1, &snk, ck(21), &w, DAT_COMPLETION_DEFAULT_FLAG));
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "write via rmr: %d", d.status);
+    DAT_LMR_TRIPLET snk = peer_triplet(p->lc_snk, p->snk + 8192, W_LEN);
+    PEER_MUST(dat_ep_post_rdma_read(p->ep, 1, &snk, peer_cookie(21), &w, DAT_COMPLETION_DEFAULT_FLAG));
     d = wait_dto(p->req, "read via rmr");
-    CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == W_LEN, "read via rmr: %d", d.status);
-    CHECK(memcmp(p->snk, p->snk + 8192, W_LEN) == 0, "read via rmr: bytes differ");
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.transfered_length == W_LEN, "read via rmr: %d", d.status);
+    PEER_EXPECT(memcmp(p->snk, p->snk + 8192, W_LEN) == 0, "read via rmr: bytes differ");
     send_msg(p, "W", 1, 22, "written");
     char *m = expect_recv(p, 1, "unbound");
-    CHECK(m[0] == 'U', "msg %c", m[0]);
-    MUST(dat_ep_post_rdma_read(p->ep, 1, &snk, ck(23), &w, DAT_COMPLETION_DEFAULT_FLAG));
+    PEER_EXPECT(m[0] == 'U', "msg %c", m[0]);
+    PEER_MUST(dat_ep_post_rdma_read(p->ep, 1, &snk, peer_cookie(23), &w, DAT_COMPLETION_DEFAULT_FLAG));
     d = wait_dto(p->req, "read after unbind");
-    CHECK(d.status == DAT_DTO_ERR_REMOTE_ACCESS, "read after unbind: status %d", d.status);
-    DAT_EVENT ev = wait_ev(p->conn, "broken");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x", ev.event_number);
+    PEER_EXPECT(d.status == DAT_DTO_ERR_REMOTE_ACCESS, "read after unbind: status %d", d.status);
+    DAT_EVENT ev = peer_wait(p->conn, "broken");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x", ev.event_number);
     check_flush(p);
 }
 
@@ -546,25 +498,25 @@ static void client_length(struct peer *p)
     usleep(50000);
     const char *v = getenv("SOFTDAT_DTO_LENGTH_LIMIT");
     bool ia = v == NULL || strcmp(v, "ep") != 0;
-    DAT_LMR_TRIPLET src = tri(p->lc_snk, p->snk, 8192);
+    DAT_LMR_TRIPLET src = peer_triplet(p->lc_snk, p->snk, 8192);
     DAT_RMR_TRIPLET r = p->remote;
     r.segment_length = 8192;
-    MUST(dat_ep_post_rdma_write(p->ep, 1, &src, ck(30), &r, DAT_COMPLETION_DEFAULT_FLAG));
+    PEER_MUST(dat_ep_post_rdma_write(p->ep, 1, &src, peer_cookie(30), &r, DAT_COMPLETION_DEFAULT_FLAG));
     DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "long write");
-    CHECK(d.user_cookie.as_64 == 30, "long write cookie");
+    PEER_EXPECT(d.user_cookie.as_64 == 30, "long write cookie");
     if (ia) {
-        CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == 8192, "long write (ia limits): %d %u",
+        PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.transfered_length == 8192, "long write (ia limits): %d %u",
               d.status, (unsigned)d.transfered_length);
-        MUST(dat_ep_post_send(p->ep, 1, &src, ck(31), DAT_COMPLETION_DEFAULT_FLAG));
+        PEER_MUST(dat_ep_post_send(p->ep, 1, &src, peer_cookie(31), DAT_COMPLETION_DEFAULT_FLAG));
         d = wait_dto(p->req, "long send");
-        CHECK(d.status == DAT_DTO_SUCCESS && d.transfered_length == 8192, "long send (ia limits): %d", d.status);
-        MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_ABRUPT_FLAG));
-        DAT_EVENT ev = wait_ev(p->conn, "disconnected");
-        CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
+        PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.transfered_length == 8192, "long send (ia limits): %d", d.status);
+        PEER_MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_ABRUPT_FLAG));
+        DAT_EVENT ev = peer_wait(p->conn, "disconnected");
+        PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
     } else {
-        CHECK(d.status == DAT_DTO_ERR_LOCAL_LENGTH, "long write: status %d, want LOCAL_LENGTH", d.status);
-        DAT_EVENT ev = wait_ev(p->conn, "broken");
-        CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x, want BROKEN", ev.event_number);
+        PEER_EXPECT(d.status == DAT_DTO_ERR_LOCAL_LENGTH, "long write: status %d, want LOCAL_LENGTH", d.status);
+        DAT_EVENT ev = peer_wait(p->conn, "broken");
+        PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_BROKEN, "conn event 0x%x, want BROKEN", ev.event_number);
     }
     check_flush(p);
 }
@@ -572,17 +524,17 @@ static void client_length(struct peer *p)
 static void teardown(struct peer *p)
 {
     if (p->psp)
-        MUST(dat_psp_free(p->psp));
-    MUST(dat_ep_free(p->ep));
-    MUST(dat_lmr_free(p->lmr_msg));
-    MUST(dat_lmr_free(p->lmr_tgt));
-    MUST(dat_lmr_free(p->lmr_snk));
-    MUST(dat_evd_free(p->req));
-    MUST(dat_evd_free(p->rcv));
-    MUST(dat_evd_free(p->conn));
-    MUST(dat_evd_free(p->cr));
-    MUST(dat_pz_free(p->pz));
-    MUST(dat_ia_close(p->ia, DAT_CLOSE_GRACEFUL_FLAG));
+        PEER_MUST(dat_psp_free(p->psp));
+    PEER_MUST(dat_ep_free(p->ep));
+    PEER_MUST(dat_lmr_free(p->lmr_msg));
+    PEER_MUST(dat_lmr_free(p->lmr_tgt));
+    PEER_MUST(dat_lmr_free(p->lmr_snk));
+    PEER_MUST(dat_evd_free(p->req));
+    PEER_MUST(dat_evd_free(p->rcv));
+    PEER_MUST(dat_evd_free(p->conn));
+    PEER_MUST(dat_evd_free(p->cr));
+    PEER_MUST(dat_pz_free(p->pz));
+    PEER_MUST(dat_ia_close(p->ia, DAT_CLOSE_GRACEFUL_FLAG));
     free(p->msg);
     free(p->tgt);
     free(p->snk);
@@ -622,16 +574,16 @@ static uint32_t eager_len(int frag)
 static void eager_credit(struct peer *p)
 {
     DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->rcv, "credit");
-    CHECK(d.status == DAT_DTO_SUCCESS, "credit: status %d", d.status);
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "credit: status %d", d.status);
     uint64_t slot = d.user_cookie.as_64 % NRECV;
-    DAT_LMR_TRIPLET t = tri(p->lc_msg, p->msg + slot * SLOT, SLOT);
-    MUST(dat_ep_post_recv(p->ep, 1, &t, ck(d.user_cookie.as_64 + NRECV), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_LMR_TRIPLET t = peer_triplet(p->lc_msg, p->msg + slot * SLOT, SLOT);
+    PEER_MUST(dat_ep_post_recv(p->ep, 1, &t, peer_cookie(d.user_cookie.as_64 + NRECV), DAT_COMPLETION_DEFAULT_FLAG));
 }
 
 static void client_eager(struct peer *p)
 {
     exchange(p);
-    for (int f = 0; f < EAGER_FRAGS && failures == 0; f++) {
+    for (int f = 0; f < EAGER_FRAGS && peer_failures == 0; f++) {
         if (f > 0 && f % EAGER_SLOTS == 0)
             eager_credit(p);
         uint32_t len = eager_len(f);
@@ -639,17 +591,17 @@ static void client_eager(struct peer *p)
         for (uint32_t j = 0; j + 1 < len; j++)
             src[j] = (char)eager_byte(f, j);
         src[len - 1] = (char)eager_flag(f);
-        DAT_LMR_TRIPLET t = tri(p->lc_snk, src, len);
+        DAT_LMR_TRIPLET t = peer_triplet(p->lc_snk, src, len);
         DAT_RMR_TRIPLET r = p->remote;
         r.virtual_address += (DAT_VADDR)((f % EAGER_SLOTS + 1) * EAGER_SLOT - len);
         r.segment_length = len;
-        MUST(dat_ep_post_rdma_write(p->ep, 1, &t, ck(5000 + (uint64_t)f), &r, DAT_COMPLETION_DEFAULT_FLAG));
+        PEER_MUST(dat_ep_post_rdma_write(p->ep, 1, &t, peer_cookie(5000 + (uint64_t)f), &r, DAT_COMPLETION_DEFAULT_FLAG));
         DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "eager write");
-        CHECK(d.status == DAT_DTO_SUCCESS, "eager write %d: status %d", f, d.status);
+        PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "eager write %d: status %d", f, d.status);
     }
     eager_credit(p);
-    MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG));
-    wait_ev(p->conn, "disconnected");
+    PEER_MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG));
+    peer_wait(p->conn, "disconnected");
 }
 
 /* Wait (10 s at most) for fragment f's flag, then check the bytes before
@@ -687,23 +639,23 @@ static void server_eager(struct peer *p)
         const unsigned char *frag = (const unsigned char *)end - len;
         int bad = eager_poll(end, frag, len, f);
         if (bad == -2) {
-            CHECK(0, "eager fragment %d never arrived", f);
+            PEER_EXPECT(0, "eager fragment %d never arrived", f);
             return;
         }
         if (bad >= 0) {
-            CHECK(0, "eager fragment %d (%u B): byte %d not yet placed when the flag was", f, len, bad);
+            PEER_EXPECT(0, "eager fragment %d (%u B): byte %d not yet placed when the flag was", f, len, bad);
             stale = 1;
         }
         if ((f + 1) % EAGER_SLOTS == 0 || f + 1 == EAGER_FRAGS) {
             char one = 1;
-            DAT_LMR_TRIPLET t = tri(p->lc_snk, p->snk, 1);
+            DAT_LMR_TRIPLET t = peer_triplet(p->lc_snk, p->snk, 1);
             memcpy(p->snk, &one, 1);
-            MUST(dat_ep_post_send(p->ep, 1, &t, ck(9000 + (uint64_t)f), DAT_COMPLETION_DEFAULT_FLAG));
+            PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(9000 + (uint64_t)f), DAT_COMPLETION_DEFAULT_FLAG));
             DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "credit send");
-            CHECK(d.status == DAT_DTO_SUCCESS, "credit send: status %d", d.status);
+            PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "credit send: status %d", d.status);
         }
     }
-    wait_ev(p->conn, "disconnected");
+    peer_wait(p->conn, "disconnected");
 }
 
 /* SCENARIO rnr (InfiniBand semantics, softdat-lo): the client Sends the
@@ -727,19 +679,19 @@ static void client_rnr(struct peer *p)
     for (int i = 0; i < RNR_SENDS; i++) {
         char *src = p->snk + i * 64;
         snprintf(src, 64, "rnr message %d", i);
-        DAT_LMR_TRIPLET t = tri(p->lc_snk, src, 64);
-        MUST(dat_ep_post_send(p->ep, 1, &t, ck(700 + (uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+        DAT_LMR_TRIPLET t = peer_triplet(p->lc_snk, src, 64);
+        PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(700 + (uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
     }
     for (int i = 0; i < RNR_SENDS; i++) {
         DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "rnr send");
-        CHECK(d.status == DAT_DTO_SUCCESS, "rnr send %d: status %d", i, d.status);
-        CHECK(d.user_cookie.as_64 == 700 + (uint64_t)i, "rnr send %d: cookie", i);
+        PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "rnr send %d: status %d", i, d.status);
+        PEER_EXPECT(d.user_cookie.as_64 == 700 + (uint64_t)i, "rnr send %d: cookie", i);
     }
     double waited = now_s() - t0;
-    CHECK(waited >= 0.8 * RNR_DELAY_US / 1e6, "Sends completed after %.3f s, before the receives were posted", waited);
+    PEER_EXPECT(waited >= 0.8 * RNR_DELAY_US / 1e6, "Sends completed after %.3f s, before the receives were posted", waited);
     expect_recv(p, 8, "rnr reply");
-    MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG));
-    wait_ev(p->conn, "disconnected");
+    PEER_MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG));
+    peer_wait(p->conn, "disconnected");
 }
 
 static void server_rnr(struct peer *p)
@@ -750,12 +702,12 @@ static void server_rnr(struct peer *p)
         char want[64];
         snprintf(want, sizeof want, "rnr message %d", i);
         char *m = expect_recv(p, 64, "rnr recv");
-        CHECK(strcmp(m, want) == 0, "rnr recv %d: \"%.20s\"", i, m);
+        PEER_EXPECT(strcmp(m, want) == 0, "rnr recv %d: \"%.20s\"", i, m);
     }
     DAT_EVENT ev;
-    CHECK(DAT_GET_TYPE(dat_evd_dequeue(p->conn, &ev)) == DAT_QUEUE_EMPTY, "connection event during RNR wait");
+    PEER_EXPECT(DAT_GET_TYPE(dat_evd_dequeue(p->conn, &ev)) == DAT_QUEUE_EMPTY, "connection event during RNR wait");
     send_msg(p, "rnr-done", 8, 710, "rnr reply");
-    wait_ev(p->conn, "disconnected");
+    peer_wait(p->conn, "disconnected");
 }
 
 int main(int argc, char **argv)
@@ -768,27 +720,27 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s server IA PORT SCENARIO | client IA HOST PORT SCENARIO\n", argv[0]);
         return 2;
     }
-    side = argv[1];
+    peer_role = argv[1];
     const char *scenario = argv[argc - 1];
     DAT_CONN_QUAL port = (DAT_CONN_QUAL)strtoul(argv[argc - 2], NULL, 10);
     g_late_recvs = server && strcmp(scenario, "rnr") == 0;
     setup(&p, argv[2], strcmp(scenario, "overflow") == 0 && client ? 2 : 256,
           strcmp(scenario, "length") == 0 && client);
     if (server) {
-        MUST(dat_psp_create(p.ia, port, p.cr, DAT_PSP_CONSUMER_FLAG, &p.psp));
+        PEER_MUST(dat_psp_create(p.ia, port, p.cr, DAT_PSP_CONSUMER_FLAG, &p.psp));
         printf("server: listening\n");
-        DAT_EVENT ev = wait_ev(p.cr, "connection request");
-        CHECK(ev.event_number == DAT_CONNECTION_REQUEST_EVENT, "cr event 0x%x", ev.event_number);
-        MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL));
+        DAT_EVENT ev = peer_wait(p.cr, "connection request");
+        PEER_EXPECT(ev.event_number == DAT_CONNECTION_REQUEST_EVENT, "cr event 0x%x", ev.event_number);
+        PEER_MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL));
     } else {
         struct sockaddr_in sin = {.sin_family = AF_INET};
         inet_pton(AF_INET, argv[3], &sin.sin_addr);
-        MUST(dat_ep_connect(p.ep, (DAT_IA_ADDRESS_PTR)&sin, port, TMO, 0, NULL, DAT_QOS_BEST_EFFORT,
+        PEER_MUST(dat_ep_connect(p.ep, (DAT_IA_ADDRESS_PTR)&sin, port, PEER_WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
                             DAT_CONNECT_DEFAULT_FLAG));
     }
-    DAT_EVENT ev = wait_ev(p.conn, "established");
+    DAT_EVENT ev = peer_wait(p.conn, "established");
     if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
-        printf("FAIL %s: connection event 0x%x\n", side, ev.event_number);
+        printf("FAIL %s: connection event 0x%x\n", peer_role, ev.event_number);
         return 1;
     }
     if (strcmp(scenario, "basic") == 0)
@@ -810,6 +762,6 @@ int main(int argc, char **argv)
         return 2;
     }
     teardown(&p);
-    printf("%s %s: %s (%d failures)\n", side, scenario, failures ? "FAILED" : "passed", failures);
-    return failures ? 1 : 0;
+    printf("%s %s: %s (%d peer_failures)\n", peer_role, scenario, peer_failures ? "FAILED" : "passed", peer_failures);
+    return peer_failures ? 1 : 0;
 }

@@ -30,31 +30,11 @@
 #include <string.h>
 
 #include <dat2/udat.h>
+
+#include "test/lib/peer.h"
 #include <dat2/dat_ib_extensions.h>
 
-static int failures;
-static const char *side = "?";
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s %s:%d: ", side, __FILE__, __LINE__);                                   \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fflush(stdout);                                                                        \
-        }                                                                                          \
-    } while (0)
-#define MUST(call)                                                                                 \
-    do {                                                                                           \
-        DAT_RETURN r_ = (call);                                                                    \
-        if (r_ != DAT_SUCCESS) {                                                                   \
-            printf("FAIL %s %s:%d: %s = 0x%08x\n", side, __FILE__, __LINE__, #call, (unsigned)r_); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
-
-#define TMO (10u * 1000000u)
 #define SLOT 65536
 #define NRECV 24
 #define NSENDS 16
@@ -85,74 +65,33 @@ static void reg(struct peer *p, void *buf, DAT_VLEN len, DAT_MEM_PRIV_FLAGS priv
     DAT_VLEN sz;
     DAT_VADDR va;
     DAT_RMR_CONTEXT unused;
-    MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, priv, DAT_VA_TYPE_VA, h, lc,
+    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, priv, DAT_VA_TYPE_VA, h, lc,
                         rc ? rc : &unused, &sz, &va));
-}
-
-static DAT_LMR_TRIPLET tri(DAT_LMR_CONTEXT lc, const void *a, DAT_SEG_LENGTH len)
-{
-    DAT_LMR_TRIPLET t;
-    t.lmr_context = lc;
-    t.virtual_address = (DAT_VADDR)(uintptr_t)a;
-    t.segment_length = len;
-    return t;
-}
-
-static DAT_DTO_COOKIE ck(uint64_t v)
-{
-    DAT_DTO_COOKIE c;
-    c.as_64 = v;
-    return c;
-}
-
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, const char *what)
-{
-    DAT_EVENT ev;
-    DAT_COUNT n;
-    DAT_RETURN rc = dat_evd_wait(evd, TMO, 1, &ev, &n);
-    if (rc != DAT_SUCCESS) {
-        printf("FAIL %s: waiting for %s: 0x%08x\n", side, what, (unsigned)rc);
-        exit(1);
-    }
-    return ev;
-}
-
-static const DAT_IB_EXTENSION_EVENT_DATA *ext(const DAT_EVENT *ev)
-{
-    return (const DAT_IB_EXTENSION_EVENT_DATA *)(const void *)ev->event_extension_data;
-}
-
-static const char *attr(const DAT_PROVIDER_ATTR *pa, const char *name)
-{
-    for (DAT_COUNT i = 0; i < pa->num_provider_specific_attr; i++)
-        if (strcmp(pa->provider_specific_attr[i].name, name) == 0)
-            return pa->provider_specific_attr[i].value;
-    return "(absent)";
 }
 
 static void check_attrs(struct peer *p)
 {
     DAT_IA_ATTR ia;
     DAT_PROVIDER_ATTR pa;
-    MUST(dat_ia_query(p->ia, NULL, DAT_IA_ALL, &ia, DAT_PROVIDER_FIELD_ALL, &pa));
-    CHECK(ia.extension_supported == DAT_EXTENSION_IB, "extension_supported %d", (int)ia.extension_supported);
+    PEER_MUST(dat_ia_query(p->ia, NULL, DAT_IA_ALL, &ia, DAT_PROVIDER_FIELD_ALL, &pa));
+    PEER_EXPECT(ia.extension_supported == DAT_EXTENSION_IB, "extension_supported %d", (int)ia.extension_supported);
     static const char *const names[] = {"DAT_IB_IMMED_DATA", "DAT_IB_FETCH_AND_ADD", "DAT_IB_CMP_AND_SWAP"};
     for (int i = 0; i < 3; i++)
-        CHECK(strcmp(attr(&pa, names[i]), "TRUE") == 0, "%s = %s", names[i], attr(&pa, names[i]));
+        PEER_EXPECT(strcmp(peer_provider_attr(&pa, names[i]), "TRUE") == 0, "%s = %s", names[i], peer_provider_attr(&pa, names[i]));
 }
 
 static void setup(struct peer *p, char *ia_name)
 {
     memset(p, 0, sizeof *p);
     p->async = DAT_HANDLE_NULL;
-    MUST(dat_ia_open(ia_name, 16, &p->async, &p->ia));
+    PEER_MUST(dat_ia_open(ia_name, 16, &p->async, &p->ia));
     check_attrs(p);
-    MUST(dat_pz_create(p->ia, &p->pz));
+    PEER_MUST(dat_pz_create(p->ia, &p->pz));
     DAT_EVD_FLAGS f = DAT_EVD_DTO_FLAG | (DAT_EVD_FLAGS)DAT_IB_EVD_EXTENSION_FLAG;
-    MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, f, &p->req));
-    MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, f, &p->rcv));
-    MUST(dat_evd_create(p->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
-    MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
+    PEER_MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, f, &p->req));
+    PEER_MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, f, &p->rcv));
+    PEER_MUST(dat_evd_create(p->ia, 16, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
+    PEER_MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
     p->msg = aligned_alloc(4096, (size_t)SLOT * NRECV);
     p->tgt = aligned_alloc(4096, TGT);
     p->src = aligned_alloc(4096, TGT);
@@ -184,22 +123,22 @@ static void setup(struct peer *p, char *ia_name)
     a.max_request_iov = 1;
     a.max_rdma_read_in = 4;
     a.max_rdma_read_out = 4;
-    MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
+    PEER_MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
     for (int i = 0; i < NRECV; i++) {
-        DAT_LMR_TRIPLET t = tri(p->lc_msg, p->msg + (size_t)i * SLOT, SLOT);
-        MUST(dat_ep_post_recv(p->ep, 1, &t, ck((uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+        DAT_LMR_TRIPLET t = peer_triplet(p->lc_msg, p->msg + (size_t)i * SLOT, SLOT);
+        PEER_MUST(dat_ep_post_recv(p->ep, 1, &t, peer_cookie((uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
     }
 }
 
 static char *expect_recv(struct peer *p, DAT_COUNT len, const char *what)
 {
-    DAT_EVENT ev = wait_ev(p->rcv, what);
-    CHECK(ev.event_number == DAT_DTO_COMPLETION_EVENT, "%s: event 0x%x", what, ev.event_number);
+    DAT_EVENT ev = peer_wait(p->rcv, what);
+    PEER_EXPECT(ev.event_number == DAT_DTO_COMPLETION_EVENT, "%s: event 0x%x", what, ev.event_number);
     DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
-    CHECK(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
-    CHECK(d.user_cookie.as_64 == (uint64_t)p->next_recv, "%s: cookie %llu want %d", what,
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
+    PEER_EXPECT(d.user_cookie.as_64 == (uint64_t)p->next_recv, "%s: cookie %llu want %d", what,
           (unsigned long long)d.user_cookie.as_64, p->next_recv);
-    CHECK(d.transfered_length == (DAT_SEG_LENGTH)len, "%s: length %u want %d", what,
+    PEER_EXPECT(d.transfered_length == (DAT_SEG_LENGTH)len, "%s: length %u want %d", what,
           (unsigned)d.transfered_length, len);
     return p->msg + (size_t)p->next_recv++ * SLOT;
 }
@@ -207,29 +146,29 @@ static char *expect_recv(struct peer *p, DAT_COUNT len, const char *what)
 /* The next receive, consumed by an RDMA Write with immediate. */
 static void expect_immed(struct peer *p, uint32_t imm, DAT_SEG_LENGTH len, const char *what)
 {
-    DAT_EVENT ev = wait_ev(p->rcv, what);
-    CHECK(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT, "%s: event 0x%x", what, ev.event_number);
+    DAT_EVENT ev = peer_wait(p->rcv, what);
+    PEER_EXPECT(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT, "%s: event 0x%x", what, ev.event_number);
     DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
-    CHECK(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
-    CHECK(d.user_cookie.as_64 == (uint64_t)p->next_recv, "%s: cookie %llu want %d", what,
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "%s: status %d", what, d.status);
+    PEER_EXPECT(d.user_cookie.as_64 == (uint64_t)p->next_recv, "%s: cookie %llu want %d", what,
           (unsigned long long)d.user_cookie.as_64, p->next_recv);
-    CHECK(d.transfered_length == len, "%s: transfered_length %u want %u", what, (unsigned)d.transfered_length,
+    PEER_EXPECT(d.transfered_length == len, "%s: transfered_length %u want %u", what, (unsigned)d.transfered_length,
           (unsigned)len);
-    CHECK(d.operation == (DAT_DTOS)DAT_IB_DTO_RECV_IMMED, "%s: operation %d", what, (int)d.operation);
-    CHECK(ext(&ev)->type == DAT_IB_RDMA_WRITE_IMMED_DATA, "%s: ext type %d", what, (int)ext(&ev)->type);
-    CHECK(ext(&ev)->status == DAT_OP_SUCCESS, "%s: ext status %d", what, (int)ext(&ev)->status);
-    CHECK(ext(&ev)->val.immed.data == imm, "%s: immed 0x%x want 0x%x", what, ext(&ev)->val.immed.data, imm);
+    PEER_EXPECT(d.operation == (DAT_DTOS)DAT_IB_DTO_RECV_IMMED, "%s: operation %d", what, (int)d.operation);
+    PEER_EXPECT(peer_ib_ext(&ev)->type == DAT_IB_RDMA_WRITE_IMMED_DATA, "%s: ext type %d", what, (int)peer_ib_ext(&ev)->type);
+    PEER_EXPECT(peer_ib_ext(&ev)->status == DAT_OP_SUCCESS, "%s: ext status %d", what, (int)peer_ib_ext(&ev)->status);
+    PEER_EXPECT(peer_ib_ext(&ev)->val.immed.data == imm, "%s: immed 0x%x want 0x%x", what, peer_ib_ext(&ev)->val.immed.data, imm);
     p->next_recv++;
 }
 
 static void send_msg(struct peer *p, const void *data, DAT_SEG_LENGTH len, uint64_t cookie, const char *what)
 {
     memcpy(p->src, data, len);
-    DAT_LMR_TRIPLET t = tri(p->lc_src, p->src, len);
-    MUST(dat_ep_post_send(p->ep, 1, &t, ck(cookie), DAT_COMPLETION_DEFAULT_FLAG));
-    DAT_EVENT ev = wait_ev(p->req, what);
+    DAT_LMR_TRIPLET t = peer_triplet(p->lc_src, p->src, len);
+    PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(cookie), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_EVENT ev = peer_wait(p->req, what);
     DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
-    CHECK(ev.event_number == DAT_DTO_COMPLETION_EVENT && d.status == DAT_DTO_SUCCESS &&
+    PEER_EXPECT(ev.event_number == DAT_DTO_COMPLETION_EVENT && d.status == DAT_DTO_SUCCESS &&
               d.user_cookie.as_64 == cookie,
           "%s: event 0x%x status %d", what, ev.event_number, d.status);
 }
@@ -249,17 +188,17 @@ static void write_immed(struct peer *p, DAT_SEG_LENGTH len, uint32_t imm, uint64
 {
     for (DAT_SEG_LENGTH i = 0; i < len; i++)
         p->src[i] = (char)(i * seed + 1);
-    DAT_LMR_TRIPLET t = tri(p->lc_src, p->src, len);
+    DAT_LMR_TRIPLET t = peer_triplet(p->lc_src, p->src, len);
     DAT_RMR_TRIPLET r = p->remote[0];
     r.segment_length = len;
-    MUST(dat_ib_post_rdma_write_immed(p->ep, len ? 1 : 0, &t, ck(cookie), &r, imm, DAT_COMPLETION_DEFAULT_FLAG));
-    DAT_EVENT ev = wait_ev(p->req, "write immed completion");
+    PEER_MUST(dat_ib_post_rdma_write_immed(p->ep, len ? 1 : 0, &t, peer_cookie(cookie), &r, imm, DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_EVENT ev = peer_wait(p->req, "write immed completion");
     DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
-    CHECK(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT, "write immed: event 0x%x", ev.event_number);
-    CHECK(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == cookie && d.transfered_length == len,
+    PEER_EXPECT(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT, "write immed: event 0x%x", ev.event_number);
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == cookie && d.transfered_length == len,
           "write immed: status %d cookie %llu len %u", d.status, (unsigned long long)d.user_cookie.as_64,
           (unsigned)d.transfered_length);
-    CHECK(ext(&ev)->type == DAT_IB_RDMA_WRITE_IMMED, "write immed: ext type %d", (int)ext(&ev)->type);
+    PEER_EXPECT(peer_ib_ext(&ev)->type == DAT_IB_RDMA_WRITE_IMMED, "write immed: ext type %d", (int)peer_ib_ext(&ev)->type);
 }
 
 static int check_pattern(const char *b, DAT_SEG_LENGTH len, unsigned seed)
@@ -273,18 +212,18 @@ static int check_pattern(const char *b, DAT_SEG_LENGTH len, unsigned seed)
 static uint64_t atomic_op(struct peer *p, bool cas, uint64_t a1, uint64_t a2, uint64_t cookie)
 {
     *p->result = 0xdeadbeefdeadbeefull;
-    DAT_LMR_TRIPLET t = tri(p->lc_res, p->result, 8);
+    DAT_LMR_TRIPLET t = peer_triplet(p->lc_res, p->result, 8);
     DAT_RMR_TRIPLET r = p->remote[1];
     if (cas)
-        MUST(dat_ib_post_cmp_and_swap(p->ep, a1, a2, &t, ck(cookie), &r, DAT_COMPLETION_DEFAULT_FLAG));
+        PEER_MUST(dat_ib_post_cmp_and_swap(p->ep, a1, a2, &t, peer_cookie(cookie), &r, DAT_COMPLETION_DEFAULT_FLAG));
     else
-        MUST(dat_ib_post_fetch_and_add(p->ep, a1, &t, ck(cookie), &r, DAT_COMPLETION_DEFAULT_FLAG));
-    DAT_EVENT ev = wait_ev(p->req, cas ? "cmp-and-swap" : "fetch-and-add");
+        PEER_MUST(dat_ib_post_fetch_and_add(p->ep, a1, &t, peer_cookie(cookie), &r, DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_EVENT ev = peer_wait(p->req, cas ? "cmp-and-swap" : "fetch-and-add");
     DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
-    CHECK(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT, "atomic: event 0x%x", ev.event_number);
-    CHECK(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == cookie, "atomic: status %d", d.status);
-    CHECK(ext(&ev)->type == (cas ? DAT_IB_CMP_AND_SWAP : DAT_IB_FETCH_AND_ADD), "atomic: ext type %d",
-          (int)ext(&ev)->type);
+    PEER_EXPECT(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT, "atomic: event 0x%x", ev.event_number);
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == cookie, "atomic: status %d", d.status);
+    PEER_EXPECT(peer_ib_ext(&ev)->type == (cas ? DAT_IB_CMP_AND_SWAP : DAT_IB_FETCH_AND_ADD), "atomic: ext type %d",
+          (int)peer_ib_ext(&ev)->type);
     return *p->result;
 }
 
@@ -293,50 +232,50 @@ static void client(struct peer *p)
     exchange(p);
     write_immed(p, 256, 0x7777, 1, 3);
     expect_immed(p, 0x1111, BIG, "immed 0x1111");
-    CHECK(check_pattern(p->tgt, BIG, 5) == 0, "70000-byte write: bytes differ");
+    PEER_EXPECT(check_pattern(p->tgt, BIG, 5) == 0, "70000-byte write: bytes differ");
     expect_immed(p, 0x2222, 0, "immed 0x2222 (no data)");
-    CHECK(atomic_op(p, false, 5, 0, 2) == 100, "fetch-and-add original");
-    CHECK(atomic_op(p, true, 105, 7, 3) == 105, "cmp-and-swap original");
-    CHECK(atomic_op(p, true, 1, 9, 4) == 7, "failing cmp-and-swap original");
+    PEER_EXPECT(atomic_op(p, false, 5, 0, 2) == 100, "fetch-and-add original");
+    PEER_EXPECT(atomic_op(p, true, 105, 7, 3) == 105, "cmp-and-swap original");
+    PEER_EXPECT(atomic_op(p, true, 1, 9, 4) == 7, "failing cmp-and-swap original");
     send_msg(p, "D", 1, 5, "done");
     char *ans = expect_recv(p, 2, "verdict");
-    CHECK(memcmp(ans, "OK", 2) == 0, "verdict %.2s", ans);
+    PEER_EXPECT(memcmp(ans, "OK", 2) == 0, "verdict %.2s", ans);
     /* Sends, completed, then an abrupt disconnect at once. */
     for (int i = 0; i < NSENDS; i++) {
         memset(p->src + i * BURST, 'a' + i, BURST);
-        DAT_LMR_TRIPLET t = tri(p->lc_src, p->src + i * BURST, BURST);
-        MUST(dat_ep_post_send(p->ep, 1, &t, ck(100 + (uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+        DAT_LMR_TRIPLET t = peer_triplet(p->lc_src, p->src + i * BURST, BURST);
+        PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(100 + (uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
     }
     for (int i = 0; i < NSENDS; i++) {
-        DAT_EVENT ev = wait_ev(p->req, "burst send");
-        CHECK(ev.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS, "burst send %d: status %d", i,
+        DAT_EVENT ev = peer_wait(p->req, "burst send");
+        PEER_EXPECT(ev.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS, "burst send %d: status %d", i,
               ev.event_data.dto_completion_event_data.status);
     }
-    MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_ABRUPT_FLAG));
-    DAT_EVENT ev = wait_ev(p->conn, "disconnected");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
+    PEER_MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_ABRUPT_FLAG));
+    DAT_EVENT ev = peer_wait(p->conn, "disconnected");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
 }
 
 static void server(struct peer *p)
 {
     exchange(p);
     expect_immed(p, 0x7777, 256, "immed 0x7777");
-    CHECK(check_pattern(p->tgt, 256, 3) == 0, "256-byte write: bytes differ");
+    PEER_EXPECT(check_pattern(p->tgt, 256, 3) == 0, "256-byte write: bytes differ");
     write_immed(p, BIG, 0x1111, 1, 5);
     write_immed(p, 0, 0x2222, 2, 1);
     char *m = expect_recv(p, 1, "done");
-    CHECK(m[0] == 'D', "done message %c", m[0]);
+    PEER_EXPECT(m[0] == 'D', "done message %c", m[0]);
     uint64_t w = __atomic_load_n(p->word, __ATOMIC_ACQUIRE);
-    CHECK(w == 7, "atomic word %llu want 7", (unsigned long long)w);
+    PEER_EXPECT(w == 7, "atomic word %llu want 7", (unsigned long long)w);
     send_msg(p, w == 7 ? "OK" : "NO", 2, 3, "verdict");
     for (int i = 0; i < NSENDS; i++) {
         char what[32];
         snprintf(what, sizeof what, "burst recv %d", i);
         m = expect_recv(p, BURST, what);
-        CHECK(m[0] == 'a' + i && m[BURST - 1] == 'a' + i, "%s: content", what);
+        PEER_EXPECT(m[0] == 'a' + i && m[BURST - 1] == 'a' + i, "%s: content", what);
     }
-    DAT_EVENT ev = wait_ev(p->conn, "disconnected");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
+    DAT_EVENT ev = peer_wait(p->conn, "disconnected");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "conn event 0x%x", ev.event_number);
 }
 
 int main(int argc, char **argv)
@@ -348,23 +287,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s server IA PORT | client IA HOST PORT\n", argv[0]);
         return 2;
     }
-    side = srv ? "server" : "client";
+    peer_role = srv ? "server" : "client";
     DAT_CONN_QUAL port = (DAT_CONN_QUAL)strtoul(argv[srv ? 3 : 4], NULL, 10);
     setup(&p, argv[2]);
     if (srv) {
-        MUST(dat_psp_create(p.ia, port, p.cr, DAT_PSP_CONSUMER_FLAG, &p.psp));
+        PEER_MUST(dat_psp_create(p.ia, port, p.cr, DAT_PSP_CONSUMER_FLAG, &p.psp));
         printf("server: listening\n");
-        DAT_EVENT ev = wait_ev(p.cr, "connection request");
-        CHECK(ev.event_number == DAT_CONNECTION_REQUEST_EVENT, "cr event 0x%x", ev.event_number);
-        MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL));
+        DAT_EVENT ev = peer_wait(p.cr, "connection request");
+        PEER_EXPECT(ev.event_number == DAT_CONNECTION_REQUEST_EVENT, "cr event 0x%x", ev.event_number);
+        PEER_MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, p.ep, 0, NULL));
     } else {
         struct sockaddr_in sin = {.sin_family = AF_INET};
         inet_pton(AF_INET, argv[3], &sin.sin_addr);
-        MUST(dat_ep_connect(p.ep, (DAT_IA_ADDRESS_PTR)&sin, port, TMO, 0, NULL, DAT_QOS_BEST_EFFORT,
+        PEER_MUST(dat_ep_connect(p.ep, (DAT_IA_ADDRESS_PTR)&sin, port, PEER_WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
                             DAT_CONNECT_DEFAULT_FLAG));
     }
-    DAT_EVENT ev = wait_ev(p.conn, "established");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED, "conn event 0x%x", ev.event_number);
+    DAT_EVENT ev = peer_wait(p.conn, "established");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED, "conn event 0x%x", ev.event_number);
     if (srv)
         server(&p);
     else
@@ -388,6 +327,6 @@ int main(int argc, char **argv)
     free(p.src);
     free(p.word);
     free(p.result);
-    printf("%s: %s\n", side, failures ? "FAILED" : "passed");
-    return failures ? 1 : 0;
+    printf("%s: %s\n", peer_role, peer_failures ? "FAILED" : "passed");
+    return peer_failures ? 1 : 0;
 }

@@ -31,29 +31,9 @@
 
 #include <dat2/udat.h>
 
-static int failures;
-static const char *side = "?";
+#include "test/lib/peer.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s %s:%d: ", side, __FILE__, __LINE__);                                   \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fflush(stdout);                                                                        \
-        }                                                                                          \
-    } while (0)
-#define MUST(call)                                                                                 \
-    do {                                                                                           \
-        DAT_RETURN r_ = (call);                                                                    \
-        if (r_ != DAT_SUCCESS) {                                                                   \
-            printf("FAIL %s %s:%d: %s = 0x%08x\n", side, __FILE__, __LINE__, #call, (unsigned)r_); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
-#define TMO (10u * 1000000u)
 #define SLOT 4096
 #define MAXC 64
 /* The SRQ low watermark event: DAT defines only the reason; softdat posts
@@ -75,27 +55,6 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static DAT_LMR_TRIPLET tri(DAT_LMR_CONTEXT lc, const void *a, DAT_SEG_LENGTH len)
-{
-    DAT_LMR_TRIPLET t;
-    t.lmr_context = lc;
-    t.virtual_address = (DAT_VADDR)(uintptr_t)a;
-    t.segment_length = len;
-    return t;
-}
-
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, const char *what)
-{
-    DAT_EVENT ev;
-    DAT_COUNT n;
-    DAT_RETURN rc = dat_evd_wait(evd, TMO, 1, &ev, &n);
-    if (rc != DAT_SUCCESS) {
-        printf("FAIL %s: waiting for %s: 0x%08x\n", side, what, (unsigned)rc);
-        exit(1);
-    }
-    return ev;
 }
 
 static void ep_attr(DAT_EP_ATTR *a, bool srq)
@@ -127,10 +86,10 @@ static bool drain_conn(DAT_EVD_HANDLE conn, const DAT_EP_HANDLE *eps, int nc, in
         int k = 0;
         while (k < nc && eps[k] != e)
             k++;
-        CHECK(k < nc, "connection event 0x%x for an unknown EP", ev.event_number);
+        PEER_EXPECT(k < nc, "connection event 0x%x for an unknown EP", ev.event_number);
         if (k == nc || ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
             continue;
-        CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "ep %d: event 0x%x", k, ev.event_number);
+        PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "ep %d: event 0x%x", k, ev.event_number);
         disc[k]++;
         (*ndisc)++;
     }
@@ -139,7 +98,7 @@ static bool drain_conn(DAT_EVD_HANDLE conn, const DAT_EP_HANDLE *eps, int nc, in
 
 static int server(char *ia_name, DAT_CONN_QUAL port, int nc, int nm)
 {
-    side = "server";
+    peer_role = "server";
     if (nc < 1 || nc > MAXC || nm < 2 || nc * nm > 4096) {
         printf("FAIL bad arguments\n");
         return 1;
@@ -148,12 +107,12 @@ static int server(char *ia_name, DAT_CONN_QUAL port, int nc, int nm)
     DAT_IA_HANDLE ia;
     DAT_EVD_HANDLE async = DAT_HANDLE_NULL, cr, conn, req, rcv;
     DAT_PZ_HANDLE pz;
-    MUST(dat_ia_open(ia_name, 64, &async, &ia));
-    MUST(dat_pz_create(ia, &pz));
-    MUST(dat_evd_create(ia, nc, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr));
-    MUST(dat_evd_create(ia, 2 * nc, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn));
-    MUST(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req));
-    MUST(dat_evd_create(ia, total, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &rcv));
+    PEER_MUST(dat_ia_open(ia_name, 64, &async, &ia));
+    PEER_MUST(dat_pz_create(ia, &pz));
+    PEER_MUST(dat_evd_create(ia, nc, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr));
+    PEER_MUST(dat_evd_create(ia, 2 * nc, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn));
+    PEER_MUST(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req));
+    PEER_MUST(dat_evd_create(ia, total, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &rcv));
     char *buf = aligned_alloc(4096, (size_t)total * SLOT);
     memset(buf, 0, (size_t)total * SLOT);
     DAT_REGION_DESCRIPTION rd;
@@ -163,30 +122,30 @@ static int server(char *ia_name, DAT_CONN_QUAL port, int nc, int nm)
     DAT_RMR_CONTEXT rmc;
     DAT_VLEN sz;
     DAT_VADDR va;
-    MUST(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, rd, (DAT_VLEN)total * SLOT, pz, DAT_MEM_PRIV_LOCAL_WRITE_FLAG |
+    PEER_MUST(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, rd, (DAT_VLEN)total * SLOT, pz, DAT_MEM_PRIV_LOCAL_WRITE_FLAG |
                         DAT_MEM_PRIV_LOCAL_READ_FLAG, DAT_VA_TYPE_VA, &lmr, &lc, &rmc, &sz, &va));
     DAT_SRQ_ATTR sa = {.max_recv_dtos = total, .max_recv_iov = 1, .low_watermark = DAT_SRQ_LW_DEFAULT};
     DAT_SRQ_HANDLE srq;
-    MUST(dat_srq_create(ia, pz, &sa, &srq));
+    PEER_MUST(dat_srq_create(ia, pz, &sa, &srq));
     for (int i = 0; i < total; i++) {
-        DAT_LMR_TRIPLET t = tri(lc, buf + (size_t)i * SLOT, SLOT);
+        DAT_LMR_TRIPLET t = peer_triplet(lc, buf + (size_t)i * SLOT, SLOT);
         DAT_DTO_COOKIE c = {.as_64 = (uint64_t)i};
-        MUST(dat_srq_post_recv(srq, 1, &t, c));
+        PEER_MUST(dat_srq_post_recv(srq, 1, &t, c));
     }
     DAT_SRQ_PARAM q;
-    MUST(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &q));
-    CHECK(q.srq_state == DAT_SRQ_STATE_OPERATIONAL, "srq_state %d", q.srq_state);
-    CHECK(q.available_dto_count == total && q.outstanding_dto_count == total, "after posts: avail %d outst %d",
+    PEER_MUST(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &q));
+    PEER_EXPECT(q.srq_state == DAT_SRQ_STATE_OPERATIONAL, "srq_state %d", q.srq_state);
+    PEER_EXPECT(q.available_dto_count == total && q.outstanding_dto_count == total, "after posts: avail %d outst %d",
           q.available_dto_count, q.outstanding_dto_count);
     int lw = total / 2;
-    MUST(dat_srq_set_lw(srq, lw));
+    PEER_MUST(dat_srq_set_lw(srq, lw));
     DAT_EP_HANDLE eps[MAXC];
     DAT_EP_ATTR a;
     ep_attr(&a, true);
     for (int i = 0; i < nc; i++)
-        MUST(dat_ep_create_with_srq(ia, pz, rcv, req, conn, srq, &a, &eps[i]));
+        PEER_MUST(dat_ep_create_with_srq(ia, pz, rcv, req, conn, srq, &a, &eps[i]));
     DAT_PSP_HANDLE psp;
-    MUST(dat_psp_create(ia, port, cr, DAT_PSP_CONSUMER_FLAG, &psp));
+    PEER_MUST(dat_psp_create(ia, port, cr, DAT_PSP_CONSUMER_FLAG, &psp));
     printf("listening\n");
     fflush(stdout);
 
@@ -204,8 +163,8 @@ static int server(char *ia_name, DAT_CONN_QUAL port, int nc, int nm)
         DAT_EVENT ev;
         if (accepted < nc && dat_evd_dequeue(cr, &ev) == DAT_SUCCESS) {
             idle = false;
-            CHECK(ev.event_number == DAT_CONNECTION_REQUEST_EVENT, "cr event 0x%x", ev.event_number);
-            MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, eps[accepted], 0, NULL));
+            PEER_EXPECT(ev.event_number == DAT_CONNECTION_REQUEST_EVENT, "cr event 0x%x", ev.event_number);
+            PEER_MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, eps[accepted], 0, NULL));
             accepted++;
         }
         if (drain_conn(conn, eps, nc, disc, &ndisc))
@@ -214,19 +173,19 @@ static int server(char *ia_name, DAT_CONN_QUAL port, int nc, int nm)
             idle = false;
             const DAT_ASYNCH_ERROR_EVENT_DATA *d = &ev.event_data.asynch_error_event_data;
             if (ev.event_number == SRQ_EVENT && d->dat_handle == srq) {
-                CHECK(d->reason == DAT_SRQ_LOW_WATERMARK_EVENT, "srq async reason %d", d->reason);
+                PEER_EXPECT(d->reason == DAT_SRQ_LOW_WATERMARK_EVENT, "srq async reason %d", d->reason);
                 lw_events++;
                 /* Fewer than lw on the SRQ when it fired. */
-                MUST(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &q));
-                CHECK(q.available_dto_count < lw || reposting, "lw event with %d available", q.available_dto_count);
+                PEER_MUST(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &q));
+                PEER_EXPECT(q.available_dto_count < lw || reposting, "lw event with %d available", q.available_dto_count);
                 reposting = true;
                 continue;
             }
-            CHECK(ev.event_number == DAT_ASYNC_ERROR_EP_BROKEN, "async event 0x%x", ev.event_number);
+            PEER_EXPECT(ev.event_number == DAT_ASYNC_ERROR_EP_BROKEN, "async event 0x%x", ev.event_number);
             int k = 0;
             while (k < nc && eps[k] != d->dat_handle)
                 k++;
-            CHECK(k < nc, "EP_BROKEN for an unknown handle");
+            PEER_EXPECT(k < nc, "EP_BROKEN for an unknown handle");
             if (k < nc) {
                 broken[k]++;
                 nbroken++;
@@ -234,42 +193,42 @@ static int server(char *ia_name, DAT_CONN_QUAL port, int nc, int nm)
                  * EP_BROKEN: it may just not have been dequeued yet. */
                 if (disc[k] == 0)
                     drain_conn(conn, eps, nc, disc, &ndisc);
-                CHECK(disc[k] == 1, "ep %d: EP_BROKEN without its DISCONNECTED first", k);
-                CHECK(broken[k] == 1, "ep %d: %d EP_BROKEN events", k, broken[k]);
+                PEER_EXPECT(disc[k] == 1, "ep %d: EP_BROKEN without its DISCONNECTED first", k);
+                PEER_EXPECT(broken[k] == 1, "ep %d: %d EP_BROKEN events", k, broken[k]);
             }
         }
         while (dat_evd_dequeue(rcv, &ev) == DAT_SUCCESS) {
             idle = false;
             const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
-            CHECK(ev.event_number == DAT_DTO_COMPLETION_EVENT, "recv event 0x%x", ev.event_number);
-            CHECK(d->status == DAT_DTO_SUCCESS, "recv status %d", d->status);
-            CHECK(d->operation == DAT_DTO_RECEIVE, "operation %d", d->operation);
+            PEER_EXPECT(ev.event_number == DAT_DTO_COMPLETION_EVENT, "recv event 0x%x", ev.event_number);
+            PEER_EXPECT(d->status == DAT_DTO_SUCCESS, "recv status %d", d->status);
+            PEER_EXPECT(d->operation == DAT_DTO_RECEIVE, "operation %d", d->operation);
             uint64_t c = d->user_cookie.as_64;
-            CHECK(c < (uint64_t)total, "cookie %llu", (unsigned long long)c);
+            PEER_EXPECT(c < (uint64_t)total, "cookie %llu", (unsigned long long)c);
             if (d->status != DAT_DTO_SUCCESS || c >= (uint64_t)total)
                 continue;
             const unsigned char *m = (unsigned char *)buf + c * SLOT;
             int id = m[0] | m[1] << 8, idx = m[2] | m[3] << 8;
-            CHECK(id >= 0 && id < nc, "client id %d", id);
+            PEER_EXPECT(id >= 0 && id < nc, "client id %d", id);
             if (id < 0 || id >= nc)
                 continue;
             int k = 0;
             while (k < nc && eps[k] != d->ep_handle)
                 k++;
-            CHECK(k < nc, "receive on an unknown EP");
+            PEER_EXPECT(k < nc, "receive on an unknown EP");
             if (k < nc) {
                 if (client_of[k] < 0)
                     client_of[k] = id;
-                CHECK(client_of[k] == id, "ep %d carries clients %d and %d", k, client_of[k], id);
+                PEER_EXPECT(client_of[k] == id, "ep %d carries clients %d and %d", k, client_of[k], id);
             }
-            CHECK(idx == next_idx[id], "client %d: message %d, want %d", id, idx, next_idx[id]);
+            PEER_EXPECT(idx == next_idx[id], "client %d: message %d, want %d", id, idx, next_idx[id]);
             next_idx[id] = idx + 1;
             uint32_t len = msg_len(id, idx);
-            CHECK(d->transfered_length == len, "client %d msg %d: length %u, want %u", id, idx,
+            PEER_EXPECT(d->transfered_length == len, "client %d msg %d: length %u, want %u", id, idx,
                   (unsigned)d->transfered_length, len);
             for (uint32_t j = 4; j < len && j < d->transfered_length; j++)
                 if (m[j] != pat(id, idx, j)) {
-                    CHECK(0, "client %d msg %d: byte %u is 0x%02x, want 0x%02x", id, idx, j, m[j], pat(id, idx, j));
+                    PEER_EXPECT(0, "client %d msg %d: byte %u is 0x%02x, want 0x%02x", id, idx, j, m[j], pat(id, idx, j));
                     break;
                 }
             received++;
@@ -277,57 +236,57 @@ static int server(char *ia_name, DAT_CONN_QUAL port, int nc, int nm)
         }
         if (reposting && nreaped > 0) {
             for (int i = 0; i < nreaped; i++) {
-                DAT_LMR_TRIPLET t = tri(lc, buf + (size_t)reaped[i] * SLOT, SLOT);
+                DAT_LMR_TRIPLET t = peer_triplet(lc, buf + (size_t)reaped[i] * SLOT, SLOT);
                 DAT_DTO_COOKIE c = {.as_64 = (uint64_t)reaped[i]};
                 memset(buf + (size_t)reaped[i] * SLOT, 0, SLOT);
-                MUST(dat_srq_post_recv(srq, 1, &t, c));
+                PEER_MUST(dat_srq_post_recv(srq, 1, &t, c));
             }
             nreaped = 0;
         }
         if (idle)
             usleep(500);
     }
-    CHECK(received == total, "received %d of %d messages", received, total);
-    CHECK(ndisc == nc, "%d DISCONNECTED events, want %d", ndisc, nc);
-    CHECK(nbroken == nc, "%d EP_BROKEN events, want %d", nbroken, nc);
-    CHECK(lw_events == 1, "%d low watermark events, want 1", lw_events);
+    PEER_EXPECT(received == total, "received %d of %d messages", received, total);
+    PEER_EXPECT(ndisc == nc, "%d DISCONNECTED events, want %d", ndisc, nc);
+    PEER_EXPECT(nbroken == nc, "%d EP_BROKEN events, want %d", nbroken, nc);
+    PEER_EXPECT(lw_events == 1, "%d low watermark events, want 1", lw_events);
     for (int i = 0; i < nc; i++)
-        CHECK(next_idx[i] == nm, "client %d: %d messages", i, next_idx[i]);
+        PEER_EXPECT(next_idx[i] == nm, "client %d: %d messages", i, next_idx[i]);
     /* Nothing more arrives on the async EVD (one EP_BROKEN per EP). */
     usleep(100000);
     DAT_EVENT ev;
     while (dat_evd_dequeue(async, &ev) == DAT_SUCCESS)
-        CHECK(0, "extra async event 0x%x", ev.event_number);
+        PEER_EXPECT(0, "extra async event 0x%x", ev.event_number);
     /* Every completion was reaped: outstanding == available. */
-    MUST(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &q));
-    CHECK(q.available_dto_count == total - nreaped && q.outstanding_dto_count == q.available_dto_count,
+    PEER_MUST(dat_srq_query(srq, DAT_SRQ_FIELD_ALL, &q));
+    PEER_EXPECT(q.available_dto_count == total - nreaped && q.outstanding_dto_count == q.available_dto_count,
           "end: avail %d outst %d, want %d", q.available_dto_count, q.outstanding_dto_count, total - nreaped);
-    CHECK(dat_srq_free(srq) != DAT_SUCCESS, "srq_free with EPs succeeded");
-    MUST(dat_psp_free(psp));
+    PEER_EXPECT(dat_srq_free(srq) != DAT_SUCCESS, "srq_free with EPs succeeded");
+    PEER_MUST(dat_psp_free(psp));
     for (int i = 0; i < nc; i++)
-        MUST(dat_ep_free(eps[i]));
-    MUST(dat_srq_free(srq));
-    MUST(dat_lmr_free(lmr));
-    MUST(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG));
+        PEER_MUST(dat_ep_free(eps[i]));
+    PEER_MUST(dat_srq_free(srq));
+    PEER_MUST(dat_lmr_free(lmr));
+    PEER_MUST(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG));
     free(buf);
     printf("server: %d messages from %d clients, %d low watermark event, %d EP_BROKEN\n", received, nc,
            lw_events, nbroken);
-    return failures ? 1 : 0;
+    return peer_failures ? 1 : 0;
 }
 
 /* ------------------------------------------------------------ client */
 
 static int client(char *ia_name, const char *host, DAT_CONN_QUAL port, int id, int nm)
 {
-    side = "client";
+    peer_role = "client";
     DAT_IA_HANDLE ia;
     DAT_EVD_HANDLE async = DAT_HANDLE_NULL, conn, req, rcv;
     DAT_PZ_HANDLE pz;
-    MUST(dat_ia_open(ia_name, 16, &async, &ia));
-    MUST(dat_pz_create(ia, &pz));
-    MUST(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn));
-    MUST(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req));
-    MUST(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &rcv));
+    PEER_MUST(dat_ia_open(ia_name, 16, &async, &ia));
+    PEER_MUST(dat_pz_create(ia, &pz));
+    PEER_MUST(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &conn));
+    PEER_MUST(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req));
+    PEER_MUST(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &rcv));
     char *buf = aligned_alloc(4096, SLOT);
     DAT_REGION_DESCRIPTION rd;
     rd.for_va = buf;
@@ -336,12 +295,12 @@ static int client(char *ia_name, const char *host, DAT_CONN_QUAL port, int id, i
     DAT_RMR_CONTEXT rmc;
     DAT_VLEN sz;
     DAT_VADDR va;
-    MUST(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, rd, SLOT, pz, DAT_MEM_PRIV_LOCAL_READ_FLAG, DAT_VA_TYPE_VA, &lmr,
+    PEER_MUST(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, rd, SLOT, pz, DAT_MEM_PRIV_LOCAL_READ_FLAG, DAT_VA_TYPE_VA, &lmr,
                         &lc, &rmc, &sz, &va));
     DAT_EP_ATTR a;
     ep_attr(&a, false);
     DAT_EP_HANDLE ep;
-    MUST(dat_ep_create(ia, pz, rcv, req, conn, &a, &ep));
+    PEER_MUST(dat_ep_create(ia, pz, rcv, req, conn, &a, &ep));
     struct sockaddr_in sin;
     memset(&sin, 0, sizeof sin);
     sin.sin_family = AF_INET;
@@ -350,9 +309,9 @@ static int client(char *ia_name, const char *host, DAT_CONN_QUAL port, int id, i
         return 1;
     }
     uint32_t pd = htonl((uint32_t)id);
-    MUST(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&sin, port, TMO, sizeof pd, &pd, DAT_QOS_BEST_EFFORT,
+    PEER_MUST(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&sin, port, PEER_WAIT_US, sizeof pd, &pd, DAT_QOS_BEST_EFFORT,
                         DAT_CONNECT_DEFAULT_FLAG));
-    DAT_EVENT ev = wait_ev(conn, "ESTABLISHED");
+    DAT_EVENT ev = peer_wait(conn, "ESTABLISHED");
     if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
         printf("FAIL client %d: connection event 0x%x\n", id, ev.event_number);
         return 1;
@@ -362,24 +321,24 @@ static int client(char *ia_name, const char *host, DAT_CONN_QUAL port, int id, i
         buf[0] = (char)(id & 0xff), buf[1] = (char)(id >> 8), buf[2] = (char)(i & 0xff), buf[3] = (char)(i >> 8);
         for (uint32_t j = 4; j < len; j++)
             buf[j] = (char)pat(id, i, j);
-        DAT_LMR_TRIPLET t = tri(lc, buf, len);
+        DAT_LMR_TRIPLET t = peer_triplet(lc, buf, len);
         DAT_DTO_COOKIE c = {.as_64 = (uint64_t)i};
-        MUST(dat_ep_post_send(ep, 1, &t, c, DAT_COMPLETION_DEFAULT_FLAG));
-        ev = wait_ev(req, "send completion");
+        PEER_MUST(dat_ep_post_send(ep, 1, &t, c, DAT_COMPLETION_DEFAULT_FLAG));
+        ev = peer_wait(req, "send completion");
         const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
-        CHECK(ev.event_number == DAT_DTO_COMPLETION_EVENT && d->status == DAT_DTO_SUCCESS &&
+        PEER_EXPECT(ev.event_number == DAT_DTO_COMPLETION_EVENT && d->status == DAT_DTO_SUCCESS &&
                   d->user_cookie.as_64 == (uint64_t)i && d->transfered_length == len,
               "send %d: event 0x%x status %d length %u", i, ev.event_number, d->status, (unsigned)d->transfered_length);
     }
-    MUST(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG));
-    ev = wait_ev(conn, "DISCONNECTED");
-    CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "client %d: event 0x%x", id, ev.event_number);
-    MUST(dat_ep_free(ep));
-    MUST(dat_lmr_free(lmr));
-    MUST(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG));
+    PEER_MUST(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG));
+    ev = peer_wait(conn, "DISCONNECTED");
+    PEER_EXPECT(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED, "client %d: event 0x%x", id, ev.event_number);
+    PEER_MUST(dat_ep_free(ep));
+    PEER_MUST(dat_lmr_free(lmr));
+    PEER_MUST(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG));
     free(buf);
     printf("client %d: %d messages sent\n", id, nm);
-    return failures ? 1 : 0;
+    return peer_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

@@ -16,6 +16,8 @@
  * into it and sends "done", the server checks the bytes, both
  * disconnect. Exit 0 on success; every wait is bounded. */
 #include <dat2/udat.h>
+
+#include "test/lib/peer.h"
 #include <dat2/dat_iw_extensions.h>
 
 #include <arpa/inet.h>
@@ -28,28 +30,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define WAIT_US 10000000u
 #define RDMA_LEN 4096
 
-static const char *g_role = "?";
-
-#define CHECK(rc, what)                                                                          \
-    do {                                                                                         \
-        DAT_RETURN r_ = (rc);                                                                    \
-        if (r_ != DAT_SUCCESS) {                                                                 \
-            const char *maj_ = "?", *min_ = "";                                                 \
-            dat_strerror(r_, &maj_, &min_);                                                      \
-            fprintf(stderr, "%s: %s failed: 0x%x %s %s\n", g_role, what, (unsigned)r_, maj_, min_); \
-            exit(1);                                                                             \
-        }                                                                                        \
-    } while (0)
-#define FAIL(...)                                                                                \
-    do {                                                                                         \
-        fprintf(stderr, "%s: ", g_role);                                                         \
-        fprintf(stderr, __VA_ARGS__);                                                            \
-        fprintf(stderr, "\n");                                                                   \
-        exit(1);                                                                                 \
-    } while (0)
 
 struct peer {
     DAT_IA_HANDLE ia;
@@ -66,22 +48,22 @@ struct peer {
 static void open_ia(struct peer *p, char *name)
 {
     DAT_EVD_HANDLE async = DAT_HANDLE_NULL;
-    CHECK(dat_ia_open(name, 8, &async, &p->ia), "dat_ia_open");
+    PEER_CHECK(dat_ia_open(name, 8, &async, &p->ia), "dat_ia_open");
     DAT_IA_ATTR ia_attr;
     DAT_PROVIDER_ATTR pr_attr;
-    CHECK(dat_ia_query(p->ia, NULL, DAT_IA_FIELD_ALL, &ia_attr, DAT_PROVIDER_FIELD_ALL, &pr_attr), "dat_ia_query");
+    PEER_CHECK(dat_ia_query(p->ia, NULL, DAT_IA_FIELD_ALL, &ia_attr, DAT_PROVIDER_FIELD_ALL, &pr_attr), "dat_ia_query");
     int ssp = 0;
     for (int i = 0; i < pr_attr.num_provider_specific_attr; i++)
         ssp |= strcmp(pr_attr.provider_specific_attr[i].name, DAT_IW_ATTR_SSP) == 0;
     if (!ssp)
-        FAIL("the IA does not advertise %s", DAT_IW_ATTR_SSP);
+        PEER_FAIL("the IA does not advertise %s", DAT_IW_ATTR_SSP);
     memcpy(&p->addr, ia_attr.ia_address_ptr,
            ia_attr.ia_address_ptr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
                                                         : sizeof(struct sockaddr_in));
-    CHECK(dat_pz_create(p->ia, &p->pz), "dat_pz_create");
-    CHECK(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr), "evd cr");
-    CHECK(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn), "evd conn");
-    CHECK(dat_evd_create(p->ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->dto), "evd dto");
+    PEER_CHECK(dat_pz_create(p->ia, &p->pz), "dat_pz_create");
+    PEER_CHECK(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr), "evd cr");
+    PEER_CHECK(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn), "evd conn");
+    PEER_CHECK(dat_evd_create(p->ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->dto), "evd dto");
     DAT_EP_ATTR a;
     memset(&a, 0, sizeof a);
     a.max_message_size = RDMA_LEN;
@@ -94,33 +76,23 @@ static void open_ia(struct peer *p, char *name)
     a.max_rdma_write_iov = 1;
     a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
     a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-    CHECK(dat_ep_create(p->ia, p->pz, p->dto, p->dto, p->conn, &a, &p->ep), "dat_ep_create");
+    PEER_CHECK(dat_ep_create(p->ia, p->pz, p->dto, p->dto, p->conn, &a, &p->ep), "dat_ep_create");
     p->buf = calloc(1, 2 * RDMA_LEN);
     if (p->buf == NULL)
-        FAIL("out of memory");
+        PEER_FAIL("out of memory");
     DAT_REGION_DESCRIPTION rd = {.for_va = p->buf};
     DAT_VLEN sz;
     DAT_VADDR va;
-    CHECK(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, 2 * RDMA_LEN, p->pz, DAT_MEM_PRIV_ALL_FLAG,
+    PEER_CHECK(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, 2 * RDMA_LEN, p->pz, DAT_MEM_PRIV_ALL_FLAG,
                          DAT_VA_TYPE_VA, &p->lmr, &p->lc, &p->rc, &sz, &va),
           "dat_lmr_create");
 }
 
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char *what)
-{
-    DAT_EVENT ev;
-    DAT_COUNT n;
-    CHECK(dat_evd_wait(evd, WAIT_US, 1, &ev, &n), what);
-    if (ev.event_number != want)
-        FAIL("%s: event 0x%x, wanted 0x%x", what, (unsigned)ev.event_number, (unsigned)want);
-    return ev;
-}
-
 static DAT_DTO_COMPLETION_EVENT_DATA wait_dto(struct peer *p, const char *what)
 {
-    DAT_EVENT ev = wait_ev(p->dto, DAT_DTO_COMPLETION_EVENT, what);
+    DAT_EVENT ev = peer_wait_for(p->dto, DAT_DTO_COMPLETION_EVENT, what);
     if (ev.event_data.dto_completion_event_data.status != DAT_DTO_SUCCESS)
-        FAIL("%s: DTO status %d", what, (int)ev.event_data.dto_completion_event_data.status);
+        PEER_FAIL("%s: DTO status %d", what, (int)ev.event_data.dto_completion_event_data.status);
     return ev.event_data.dto_completion_event_data;
 }
 
@@ -128,7 +100,7 @@ static void post_recv(struct peer *p, size_t off, DAT_VLEN len, uint64_t ck)
 {
     DAT_LMR_TRIPLET t = {.lmr_context = p->lc, .virtual_address = (DAT_VADDR)(uintptr_t)(p->buf + off),
                          .segment_length = len};
-    CHECK(dat_ep_post_recv(p->ep, 1, &t, (DAT_DTO_COOKIE){.as_64 = ck}, DAT_COMPLETION_DEFAULT_FLAG),
+    PEER_CHECK(dat_ep_post_recv(p->ep, 1, &t, (DAT_DTO_COOKIE){.as_64 = ck}, DAT_COMPLETION_DEFAULT_FLAG),
           "dat_ep_post_recv");
 }
 
@@ -136,7 +108,7 @@ static void post_send(struct peer *p, size_t off, DAT_VLEN len, uint64_t ck)
 {
     DAT_LMR_TRIPLET t = {.lmr_context = p->lc, .virtual_address = (DAT_VADDR)(uintptr_t)(p->buf + off),
                          .segment_length = len};
-    CHECK(dat_ep_post_send(p->ep, 1, &t, (DAT_DTO_COOKIE){.as_64 = ck}, DAT_COMPLETION_DEFAULT_FLAG),
+    PEER_CHECK(dat_ep_post_send(p->ep, 1, &t, (DAT_DTO_COOKIE){.as_64 = ck}, DAT_COMPLETION_DEFAULT_FLAG),
           "dat_ep_post_send");
 }
 
@@ -147,27 +119,27 @@ static void sock_read(int fd, char *buf, size_t n)
     for (int i = 0; i < 100 && got < n; i++) {
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         if (poll(&pf, 1, 10000) != 1)
-            FAIL("socket: nothing to read");
+            PEER_FAIL("socket: nothing to read");
         ssize_t r = read(fd, buf + got, n - got);
         if (r <= 0)
-            FAIL("socket: read %zd", r);
+            PEER_FAIL("socket: read %zd", r);
         got += (size_t)r;
     }
     if (got != n)
-        FAIL("socket: short read");
+        PEER_FAIL("socket: short read");
 }
 
 static void close_peer(struct peer *p)
 {
-    CHECK(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
-    wait_ev(p->conn, DAT_CONNECTION_EVENT_DISCONNECTED, "disconnected");
-    CHECK(dat_ia_close(p->ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close");
+    PEER_CHECK(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG), "dat_ep_disconnect");
+    peer_wait_for(p->conn, DAT_CONNECTION_EVENT_DISCONNECTED, "disconnected");
+    PEER_CHECK(dat_ia_close(p->ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close");
     free(p->buf);
 }
 
 static int server(char *ia)
 {
-    g_role = "server";
+    peer_role = "server";
     struct peer p;
     memset(&p, 0, sizeof p);
     open_ia(&p, ia);
@@ -176,43 +148,43 @@ static int server(char *ia)
     socklen_t al = p.addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
     ((struct sockaddr_in *)&p.addr)->sin_port = 0; /* same offset for sin6_port */
     if (l < 0 || bind(l, (struct sockaddr *)&p.addr, al) != 0 || listen(l, 1) != 0)
-        FAIL("listen: %m");
+        PEER_FAIL("listen: %m");
     socklen_t sl = al;
     getsockname(l, (struct sockaddr *)&p.addr, &sl);
     printf("ready %u\n", ntohs(((struct sockaddr_in *)&p.addr)->sin_port));
     fflush(stdout);
     struct pollfd pf = {.fd = l, .events = POLLIN};
     if (poll(&pf, 1, 20000) != 1)
-        FAIL("no client");
+        PEER_FAIL("no client");
     int fd = accept(l, NULL, NULL);
     close(l);
     char line[16];
     sock_read(fd, line, 6);
     if (memcmp(line, "HELLO\n", 6) != 0)
-        FAIL("streaming mode: got %.6s", line);
+        PEER_FAIL("streaming mode: got %.6s", line);
     if (write(fd, "SSP\n", 4) != 4)
-        FAIL("write: %m");
+        PEER_FAIL("write: %m");
 
     post_recv(&p, 0, 64, 1);
     DAT_IW_SSP_HANDLE ssp;
-    CHECK(dat_iw_ssp_create(p.ia, fd, p.ep, p.cr, "RDMA-OK\n", 8, &ssp), "dat_iw_ssp_create");
+    PEER_CHECK(dat_iw_ssp_create(p.ia, fd, p.ep, p.cr, "RDMA-OK\n", 8, &ssp), "dat_iw_ssp_create");
     DAT_IW_SSP_PARAM q;
-    CHECK(dat_iw_ssp_query(ssp, DAT_IW_SSP_FIELD_ALL, &q), "dat_iw_ssp_query");
+    PEER_CHECK(dat_iw_ssp_query(ssp, DAT_IW_SSP_FIELD_ALL, &q), "dat_iw_ssp_query");
     if (q.socket_id != fd || q.ep_handle != p.ep || q.evd_handle != p.cr)
-        FAIL("dat_iw_ssp_query: wrong parameters");
-    DAT_EVENT ev = wait_ev(p.cr, DAT_CONNECTION_REQUEST_EVENT, "connection request");
+        PEER_FAIL("dat_iw_ssp_query: wrong parameters");
+    DAT_EVENT ev = peer_wait_for(p.cr, DAT_CONNECTION_REQUEST_EVENT, "connection request");
     DAT_CR_ARRIVAL_EVENT_DATA *a = &ev.event_data.cr_arrival_event_data;
     if (a->sp_handle.psp_handle != (DAT_PSP_HANDLE)ssp)
-        FAIL("CR from another service point");
+        PEER_FAIL("CR from another service point");
     DAT_CR_PARAM crp;
-    CHECK(dat_cr_query(a->cr_handle, DAT_CR_FIELD_ALL, &crp), "dat_cr_query");
+    PEER_CHECK(dat_cr_query(a->cr_handle, DAT_CR_FIELD_ALL, &crp), "dat_cr_query");
     if (crp.private_data_size < 10 || memcmp(crp.private_data, "ssp-client", 10) != 0)
-        FAIL("CR private data");
-    CHECK(dat_iw_ssp_query(ssp, DAT_IW_SSP_FIELD_SSP_STATE, &q), "dat_iw_ssp_query");
+        PEER_FAIL("CR private data");
+    PEER_CHECK(dat_iw_ssp_query(ssp, DAT_IW_SSP_FIELD_SSP_STATE, &q), "dat_iw_ssp_query");
     if (q.ssp_state != DAT_IW_SSP_STATE_NON_OPERATIONAL)
-        FAIL("SSP still operational after its request");
-    CHECK(dat_cr_accept(a->cr_handle, p.ep, 0, NULL), "dat_cr_accept");
-    wait_ev(p.conn, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
+        PEER_FAIL("SSP still operational after its request");
+    PEER_CHECK(dat_cr_accept(a->cr_handle, p.ep, 0, NULL), "dat_cr_accept");
+    peer_wait_for(p.conn, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
     fprintf(stderr, "server: SSP connection established\n");
 
     /* Our buffer's RMR triplet, then wait for the client's write + "done". */
@@ -231,17 +203,17 @@ static int server(char *ia)
         } else if (d.user_cookie.as_64 == 1) {
             got_recv++;
             if (d.transfered_length != 5 || memcmp(p.buf, "done", 5) != 0)
-                FAIL("expected \"done\"");
+                PEER_FAIL("expected \"done\"");
         }
     }
     if (got_send != 1 || got_recv != 1)
-        FAIL("expected one send and one receive completion");
+        PEER_FAIL("expected one send and one receive completion");
     for (int i = 0; i < RDMA_LEN; i++)
         if ((unsigned char)p.buf[RDMA_LEN + i] != (unsigned char)(i * 7 + 1))
-            FAIL("RDMA write: byte %d is 0x%02x", i, (unsigned char)p.buf[RDMA_LEN + i]);
-    wait_ev(p.conn, DAT_CONNECTION_EVENT_DISCONNECTED, "client disconnect");
-    CHECK(dat_iw_ssp_free(ssp), "dat_iw_ssp_free");
-    CHECK(dat_ia_close(p.ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close");
+            PEER_FAIL("RDMA write: byte %d is 0x%02x", i, (unsigned char)p.buf[RDMA_LEN + i]);
+    peer_wait_for(p.conn, DAT_CONNECTION_EVENT_DISCONNECTED, "client disconnect");
+    PEER_CHECK(dat_iw_ssp_free(ssp), "dat_iw_ssp_free");
+    PEER_CHECK(dat_ia_close(p.ia, DAT_CLOSE_ABRUPT_FLAG), "dat_ia_close");
     free(p.buf);
     fprintf(stderr, "server: %d bytes of RDMA write verified\n", RDMA_LEN);
     return 0;
@@ -249,45 +221,45 @@ static int server(char *ia)
 
 static int client(char *ia, const char *host, const char *port)
 {
-    g_role = "client";
+    peer_role = "client";
     struct peer p;
     memset(&p, 0, sizeof p);
     open_ia(&p, ia);
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
     if (getaddrinfo(host, port, &hints, &res) != 0)
-        FAIL("cannot resolve %s", host);
+        PEER_FAIL("cannot resolve %s", host);
     int fd = socket(res->ai_family, SOCK_STREAM, 0);
     /* Through the IA: bind to its address. */
     struct sockaddr_storage la = p.addr;
     ((struct sockaddr_in *)&la)->sin_port = 0;
     if (fd < 0 || la.ss_family != res->ai_family ||
         bind(fd, (struct sockaddr *)&la, res->ai_addrlen) != 0 || connect(fd, res->ai_addr, res->ai_addrlen) != 0)
-        FAIL("connect to %s:%s: %m", host, port);
+        PEER_FAIL("connect to %s:%s: %m", host, port);
     freeaddrinfo(res);
     if (write(fd, "HELLO\n", 6) != 6)
-        FAIL("write: %m");
+        PEER_FAIL("write: %m");
     char line[16];
     sock_read(fd, line, 4);
     if (memcmp(line, "SSP\n", 4) != 0)
-        FAIL("streaming mode: got %.4s", line);
+        PEER_FAIL("streaming mode: got %.4s", line);
     sock_read(fd, line, 8); /* the SSP's final streaming-mode message */
     if (memcmp(line, "RDMA-OK\n", 8) != 0)
-        FAIL("final streaming-mode message: got %.8s", line);
+        PEER_FAIL("final streaming-mode message: got %.8s", line);
 
     post_recv(&p, 0, 64, 1);
-    CHECK(dat_iw_socket_connect(p.ep, fd, WAIT_US, 10, "ssp-client"), "dat_iw_socket_connect");
-    wait_ev(p.conn, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
+    PEER_CHECK(dat_iw_socket_connect(p.ep, fd, PEER_WAIT_US, 10, "ssp-client"), "dat_iw_socket_connect");
+    peer_wait_for(p.conn, DAT_CONNECTION_EVENT_ESTABLISHED, "established");
     fprintf(stderr, "client: SSP connection established\n");
     DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(&p, "recv triplet");
     DAT_RMR_TRIPLET r;
     if (d.transfered_length != sizeof r)
-        FAIL("triplet length %u", (unsigned)d.transfered_length);
+        PEER_FAIL("triplet length %u", (unsigned)d.transfered_length);
     memcpy(&r, p.buf, sizeof r);
     for (int i = 0; i < RDMA_LEN; i++)
         p.buf[RDMA_LEN + i] = (char)(i * 7 + 1);
     DAT_LMR_TRIPLET t = {.lmr_context = p.lc, .virtual_address = (DAT_VADDR)(uintptr_t)(p.buf + RDMA_LEN),
                          .segment_length = RDMA_LEN};
-    CHECK(dat_ep_post_rdma_write(p.ep, 1, &t, (DAT_DTO_COOKIE){.as_64 = 3}, &r, DAT_COMPLETION_DEFAULT_FLAG),
+    PEER_CHECK(dat_ep_post_rdma_write(p.ep, 1, &t, (DAT_DTO_COOKIE){.as_64 = 3}, &r, DAT_COMPLETION_DEFAULT_FLAG),
           "dat_ep_post_rdma_write");
     wait_dto(&p, "rdma write");
     memcpy(p.buf + 256, "done", 5);

@@ -32,29 +32,9 @@
 #include <dat2/dat_ib_extensions.h>
 #include <dat2/udat.h>
 
-static int failures;
-static const char *side = "?";
+#include "test/lib/peer.h"
 
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            failures++;                                                                            \
-            printf("FAIL %s %s:%d: ", side, __FILE__, __LINE__);                                   \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            fflush(stdout);                                                                        \
-        }                                                                                          \
-    } while (0)
-#define MUST(call)                                                                                 \
-    do {                                                                                           \
-        DAT_RETURN r_ = (call);                                                                    \
-        if (r_ != DAT_SUCCESS) {                                                                   \
-            printf("FAIL %s %s:%d: %s = 0x%08x\n", side, __FILE__, __LINE__, #call, (unsigned)r_); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
-#define TMO (10u * 1000000u)
 #define GRH 40
 #define NRECV 40
 #define BURST 32
@@ -75,71 +55,30 @@ struct peer {
     DAT_CONTEXT cm;
 };
 
-static DAT_LMR_TRIPLET tri(DAT_LMR_CONTEXT lc, const void *a, DAT_SEG_LENGTH len)
-{
-    DAT_LMR_TRIPLET t;
-    t.lmr_context = lc;
-    t.virtual_address = (DAT_VADDR)(uintptr_t)a;
-    t.segment_length = len;
-    return t;
-}
-
-static DAT_DTO_COOKIE ck(uint64_t v)
-{
-    DAT_DTO_COOKIE c;
-    c.as_64 = v;
-    return c;
-}
-
-static const DAT_IB_EXTENSION_EVENT_DATA *ext(const DAT_EVENT *ev)
-{
-    return (const DAT_IB_EXTENSION_EVENT_DATA *)(const void *)ev->event_extension_data;
-}
-
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, const char *what)
-{
-    DAT_EVENT ev;
-    DAT_COUNT n;
-    DAT_RETURN rc = dat_evd_wait(evd, TMO, 1, &ev, &n);
-    if (rc != DAT_SUCCESS) {
-        printf("FAIL %s: waiting for %s: 0x%08x\n", side, what, (unsigned)rc);
-        exit(1);
-    }
-    return ev;
-}
-
-static const char *attr(const DAT_PROVIDER_ATTR *pa, const char *name)
-{
-    for (DAT_COUNT i = 0; i < pa->num_provider_specific_attr; i++)
-        if (strcmp(pa->provider_specific_attr[i].name, name) == 0)
-            return pa->provider_specific_attr[i].value;
-    return "(absent)";
-}
-
 static void post_recv(struct peer *p, int slot)
 {
-    DAT_LMR_TRIPLET t = tri(p->lcr, p->rbuf + (size_t)slot * (GRH + p->mtu), GRH + p->mtu);
-    MUST(dat_ep_post_recv(p->ep, 1, &t, ck((uint64_t)slot), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_LMR_TRIPLET t = peer_triplet(p->lcr, p->rbuf + (size_t)slot * (GRH + p->mtu), GRH + p->mtu);
+    PEER_MUST(dat_ep_post_recv(p->ep, 1, &t, peer_cookie((uint64_t)slot), DAT_COMPLETION_DEFAULT_FLAG));
 }
 
 static void open_peer(struct peer *p, char *ia_name)
 {
     memset(p, 0, sizeof *p);
-    MUST(dat_ia_open(ia_name, 8, &p->async, &p->ia));
+    PEER_MUST(dat_ia_open(ia_name, 8, &p->async, &p->ia));
     DAT_IA_ATTR ia;
     DAT_PROVIDER_ATTR pa;
-    MUST(dat_ia_query(p->ia, NULL, DAT_IA_ALL, &ia, DAT_PROVIDER_FIELD_ALL, &pa));
-    CHECK(ia.extension_supported == DAT_EXTENSION_IB, "extension_supported %d", (int)ia.extension_supported);
-    CHECK(strcmp(attr(&pa, "DAT_IB_UD"), "TRUE") == 0, "DAT_IB_UD = %s", attr(&pa, "DAT_IB_UD"));
-    p->mtu = (unsigned)atoi(attr(&pa, "DAT_IB_TRANSPORT_MTU"));
-    CHECK(p->mtu >= 4096, "DAT_IB_TRANSPORT_MTU %u", p->mtu);
+    PEER_MUST(dat_ia_query(p->ia, NULL, DAT_IA_ALL, &ia, DAT_PROVIDER_FIELD_ALL, &pa));
+    PEER_EXPECT(ia.extension_supported == DAT_EXTENSION_IB, "extension_supported %d", (int)ia.extension_supported);
+    PEER_EXPECT(strcmp(peer_provider_attr(&pa, "DAT_IB_UD"), "TRUE") == 0, "DAT_IB_UD = %s", peer_provider_attr(&pa, "DAT_IB_UD"));
+    p->mtu = (unsigned)atoi(peer_provider_attr(&pa, "DAT_IB_TRANSPORT_MTU"));
+    PEER_EXPECT(p->mtu >= 4096, "DAT_IB_TRANSPORT_MTU %u", p->mtu);
     if (p->mtu < 4096 || p->mtu > 65000)
         exit(1);
-    MUST(dat_pz_create(p->ia, &p->pz));
-    MUST(dat_evd_create(p->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
-    MUST(dat_evd_create(p->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
-    MUST(dat_evd_create(p->ia, 128, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->req));
-    MUST(dat_evd_create(p->ia, 128, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
+    PEER_MUST(dat_pz_create(p->ia, &p->pz));
+    PEER_MUST(dat_evd_create(p->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
+    PEER_MUST(dat_evd_create(p->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
+    PEER_MUST(dat_evd_create(p->ia, 128, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->req));
+    PEER_MUST(dat_evd_create(p->ia, 128, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
     DAT_EP_ATTR a;
     memset(&a, 0, sizeof a);
     a.service_type = (DAT_SERVICE_TYPE)DAT_IB_SERVICE_TYPE_UD;
@@ -151,7 +90,7 @@ static void open_peer(struct peer *p, char *ia_name)
     a.qos = DAT_QOS_BEST_EFFORT;
     a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
     a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-    MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
+    PEER_MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
     size_t rlen = (size_t)NRECV * (GRH + p->mtu);
     p->rbuf = calloc(1, rlen);
     p->sbuf = calloc(1, p->mtu + 1);
@@ -162,10 +101,10 @@ static void open_peer(struct peer *p, char *ia_name)
     DAT_VADDR va;
     DAT_RMR_CONTEXT rc;
     rd.for_va = p->rbuf;
-    MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, rlen, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &p->lr,
+    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, rlen, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &p->lr,
                         &p->lcr, &rc, &sz, &va));
     rd.for_va = p->sbuf;
-    MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, p->mtu + 1, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, p->mtu + 1, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
                         &p->ls, &p->lcs, &rc, &sz, &va));
     for (int i = 0; i < NRECV; i++)
         post_recv(p, i);
@@ -188,28 +127,28 @@ static bool same(const char *b, unsigned len, unsigned seq)
 static void send_dgram(struct peer *p, unsigned len, unsigned seq)
 {
     fill(p->sbuf, len, seq);
-    DAT_LMR_TRIPLET t = tri(p->lcs, p->sbuf, len);
-    MUST(dat_ib_post_send_ud(p->ep, 1, &t, &p->ah, ck(seq), DAT_COMPLETION_DEFAULT_FLAG));
-    DAT_EVENT ev = wait_ev(p->req, "send completion");
+    DAT_LMR_TRIPLET t = peer_triplet(p->lcs, p->sbuf, len);
+    PEER_MUST(dat_ib_post_send_ud(p->ep, 1, &t, &p->ah, peer_cookie(seq), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_EVENT ev = peer_wait(p->req, "send completion");
     const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
-    CHECK(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT, "send event 0x%x", (unsigned)ev.event_number);
-    CHECK(d->status == DAT_DTO_SUCCESS && d->operation == (DAT_DTOS)DAT_IB_DTO_SEND_UD &&
-              d->transfered_length == len && d->user_cookie.as_64 == seq && ext(&ev)->type == DAT_IB_UD_SEND,
+    PEER_EXPECT(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT, "send event 0x%x", (unsigned)ev.event_number);
+    PEER_EXPECT(d->status == DAT_DTO_SUCCESS && d->operation == (DAT_DTOS)DAT_IB_DTO_SEND_UD &&
+              d->transfered_length == len && d->user_cookie.as_64 == seq && peer_ib_ext(&ev)->type == DAT_IB_UD_SEND,
           "send completion: status %d op %d len %llu cookie %llu type %d", (int)d->status, (int)d->operation,
-          (unsigned long long)d->transfered_length, (unsigned long long)d->user_cookie.as_64, (int)ext(&ev)->type);
+          (unsigned long long)d->transfered_length, (unsigned long long)d->user_cookie.as_64, (int)peer_ib_ext(&ev)->type);
 }
 
 /* Next datagram: its slot and payload length; the source must be the peer. */
 static int recv_dgram(struct peer *p, unsigned *len)
 {
-    DAT_EVENT ev = wait_ev(p->rcv, "a datagram");
+    DAT_EVENT ev = peer_wait(p->rcv, "a datagram");
     const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
-    CHECK(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT && d->status == DAT_DTO_SUCCESS &&
-              d->operation == (DAT_DTOS)DAT_IB_DTO_RECV_UD && ext(&ev)->type == DAT_IB_UD_RECV,
+    PEER_EXPECT(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT && d->status == DAT_DTO_SUCCESS &&
+              d->operation == (DAT_DTOS)DAT_IB_DTO_RECV_UD && peer_ib_ext(&ev)->type == DAT_IB_UD_RECV,
           "recv event 0x%x status %d op %d", (unsigned)ev.event_number, (int)d->status, (int)d->operation);
-    CHECK(d->transfered_length >= GRH, "recv length %llu < GRH", (unsigned long long)d->transfered_length);
-    CHECK(ext(&ev)->remote_ah.qpn == p->ah.qpn, "source qpn 0x%x, peer 0x%x", ext(&ev)->remote_ah.qpn, p->ah.qpn);
-    CHECK(ext(&ev)->remote_ah.ah == p->ah.ah, "source ah %p, peer %p", (void *)ext(&ev)->remote_ah.ah,
+    PEER_EXPECT(d->transfered_length >= GRH, "recv length %llu < GRH", (unsigned long long)d->transfered_length);
+    PEER_EXPECT(peer_ib_ext(&ev)->remote_ah.qpn == p->ah.qpn, "source qpn 0x%x, peer 0x%x", peer_ib_ext(&ev)->remote_ah.qpn, p->ah.qpn);
+    PEER_EXPECT(peer_ib_ext(&ev)->remote_ah.ah == p->ah.ah, "source ah %p, peer %p", (void *)peer_ib_ext(&ev)->remote_ah.ah,
           (void *)p->ah.ah);
     *len = (unsigned)(d->transfered_length - GRH);
     return (int)d->user_cookie.as_64;
@@ -222,58 +161,58 @@ static char *slot_data(struct peer *p, int slot)
 
 static void take_ah(struct peer *p, const DAT_EVENT *ev, DAT_IB_EXT_TYPE want, const char *pdata)
 {
-    CHECK(ev->event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED, "conn event 0x%x",
+    PEER_EXPECT(ev->event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED, "conn event 0x%x",
           (unsigned)ev->event_number);
     if (ev->event_number != (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED)
         exit(1);
-    CHECK(ext(ev)->type == want, "ext type %d, want %d", (int)ext(ev)->type, (int)want);
+    PEER_EXPECT(peer_ib_ext(ev)->type == want, "ext type %d, want %d", (int)peer_ib_ext(ev)->type, (int)want);
     const DAT_CONNECTION_EVENT_DATA *c = &ev->event_data.connect_event_data;
-    CHECK(c->private_data_size == (DAT_COUNT)strlen(pdata) && memcmp(c->private_data, pdata, strlen(pdata)) == 0,
+    PEER_EXPECT(c->private_data_size == (DAT_COUNT)strlen(pdata) && memcmp(c->private_data, pdata, strlen(pdata)) == 0,
           "event pdata size %d", (int)c->private_data_size);
-    p->ah = ext(ev)->remote_ah;
-    p->cm = ext(ev)->context;
-    CHECK(p->ah.ah != NULL && p->ah.qpn != 0, "AH %p qpn 0x%x", (void *)p->ah.ah, p->ah.qpn);
+    p->ah = peer_ib_ext(ev)->remote_ah;
+    p->cm = peer_ib_ext(ev)->context;
+    PEER_EXPECT(p->ah.ah != NULL && p->ah.qpn != 0, "AH %p qpn 0x%x", (void *)p->ah.ah, p->ah.qpn);
     char buf[64];
     const struct sockaddr *sa = (const struct sockaddr *)&p->ah.ia_addr;
     getnameinfo(sa, sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in), buf,
                 sizeof buf, NULL, 0, NI_NUMERICHOST);
-    printf("%s: remote AH %s qpn 0x%x\n", side, buf, p->ah.qpn);
+    printf("%s: remote AH %s qpn 0x%x\n", peer_role, buf, p->ah.qpn);
     fflush(stdout);
 }
 
 static void release(struct peer *p)
 {
-    MUST(dat_ib_ud_cm_free(p->ep, p->cm));
-    MUST(dat_ib_ud_ah_free(p->ep, &p->ah));
-    DAT_RETURN rc = dat_ib_post_send_ud(p->ep, 0, NULL, &p->ah, ck(0), DAT_COMPLETION_DEFAULT_FLAG);
-    CHECK(DAT_GET_TYPE(rc) == DAT_INVALID_PARAMETER, "send to a freed AH: 0x%08x", (unsigned)rc);
-    MUST(dat_ep_free(p->ep));
-    MUST(dat_lmr_free(p->lr));
-    MUST(dat_lmr_free(p->ls));
-    MUST(dat_ia_close(p->ia, DAT_CLOSE_ABRUPT_FLAG));
+    PEER_MUST(dat_ib_ud_cm_free(p->ep, p->cm));
+    PEER_MUST(dat_ib_ud_ah_free(p->ep, &p->ah));
+    DAT_RETURN rc = dat_ib_post_send_ud(p->ep, 0, NULL, &p->ah, peer_cookie(0), DAT_COMPLETION_DEFAULT_FLAG);
+    PEER_EXPECT(DAT_GET_TYPE(rc) == DAT_INVALID_PARAMETER, "send to a freed AH: 0x%08x", (unsigned)rc);
+    PEER_MUST(dat_ep_free(p->ep));
+    PEER_MUST(dat_lmr_free(p->lr));
+    PEER_MUST(dat_lmr_free(p->ls));
+    PEER_MUST(dat_ia_close(p->ia, DAT_CLOSE_ABRUPT_FLAG));
     free(p->rbuf);
     free(p->sbuf);
 }
 
 static int server(char *ia_name, DAT_CONN_QUAL port)
 {
-    side = "server";
+    peer_role = "server";
     struct peer p;
     open_peer(&p, ia_name);
-    MUST(dat_psp_create(p.ia, port, p.cr, DAT_PSP_CONSUMER_FLAG, &p.psp));
+    PEER_MUST(dat_psp_create(p.ia, port, p.cr, DAT_PSP_CONSUMER_FLAG, &p.psp));
     printf("server: listening on %llu\n", (unsigned long long)port);
     fflush(stdout);
-    DAT_EVENT ev = wait_ev(p.cr, "a request");
-    CHECK(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT &&
-              ext(&ev)->type == DAT_IB_UD_CONNECT_REQUEST,
+    DAT_EVENT ev = peer_wait(p.cr, "a request");
+    PEER_EXPECT(ev.event_number == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT &&
+              peer_ib_ext(&ev)->type == DAT_IB_UD_CONNECT_REQUEST,
           "cr event 0x%x", (unsigned)ev.event_number);
     DAT_CR_HANDLE cr = ev.event_data.cr_arrival_event_data.cr_handle;
     DAT_CR_PARAM cp;
-    MUST(dat_cr_query(cr, DAT_CR_FIELD_ALL, &cp));
-    CHECK(cp.private_data_size == 5 && memcmp(cp.private_data, "UDCLI", 5) == 0, "CR pdata size %d",
+    PEER_MUST(dat_cr_query(cr, DAT_CR_FIELD_ALL, &cp));
+    PEER_EXPECT(cp.private_data_size == 5 && memcmp(cp.private_data, "UDCLI", 5) == 0, "CR pdata size %d",
           (int)cp.private_data_size);
-    MUST(dat_cr_accept(cr, p.ep, 5, "UDSRV"));
-    ev = wait_ev(p.conn, "UD established");
+    PEER_MUST(dat_cr_accept(cr, p.ep, 5, "UDSRV"));
+    ev = peer_wait(p.conn, "UD established");
     take_ah(&p, &ev, DAT_IB_UD_PASSIVE_REMOTE_AH, "UDCLI");
     /* echo until BYE */
     unsigned echoed = 0;
@@ -285,23 +224,23 @@ static int server(char *ia_name, DAT_CONN_QUAL port)
             break;
         memcpy(p.sbuf, d, len);
         post_recv(&p, slot);
-        DAT_LMR_TRIPLET t = tri(p.lcs, p.sbuf, len);
-        MUST(dat_ib_post_send_ud(p.ep, 1, &t, &p.ah, ck(n), DAT_COMPLETION_DEFAULT_FLAG));
-        ev = wait_ev(p.req, "echo completion");
-        CHECK(ev.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS, "echo status %d",
+        DAT_LMR_TRIPLET t = peer_triplet(p.lcs, p.sbuf, len);
+        PEER_MUST(dat_ib_post_send_ud(p.ep, 1, &t, &p.ah, peer_cookie(n), DAT_COMPLETION_DEFAULT_FLAG));
+        ev = peer_wait(p.req, "echo completion");
+        PEER_EXPECT(ev.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS, "echo status %d",
               (int)ev.event_data.dto_completion_event_data.status);
         echoed++;
     }
-    CHECK(echoed == NSIZES + BURST, "echoed %u datagrams, want %u", echoed, (unsigned)(NSIZES + BURST));
-    MUST(dat_psp_free(p.psp));
+    PEER_EXPECT(echoed == NSIZES + BURST, "echoed %u datagrams, want %u", echoed, (unsigned)(NSIZES + BURST));
+    PEER_MUST(dat_psp_free(p.psp));
     release(&p);
-    printf("server: %s (%u datagrams echoed)\n", failures ? "FAILED" : "ok", echoed);
-    return failures ? 1 : 0;
+    printf("server: %s (%u datagrams echoed)\n", peer_failures ? "FAILED" : "ok", echoed);
+    return peer_failures ? 1 : 0;
 }
 
 static int client(char *ia_name, const char *host, DAT_CONN_QUAL port)
 {
-    side = "client";
+    peer_role = "client";
     struct peer p;
     open_peer(&p, ia_name);
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
@@ -309,22 +248,22 @@ static int client(char *ia_name, const char *host, DAT_CONN_QUAL port)
         printf("FAIL client: cannot resolve %s\n", host);
         return 1;
     }
-    MUST(dat_ep_connect(p.ep, (DAT_IA_ADDRESS_PTR)ai->ai_addr, port, TMO, 5, "UDCLI", DAT_QOS_BEST_EFFORT,
+    PEER_MUST(dat_ep_connect(p.ep, (DAT_IA_ADDRESS_PTR)ai->ai_addr, port, PEER_WAIT_US, 5, "UDCLI", DAT_QOS_BEST_EFFORT,
                         DAT_CONNECT_DEFAULT_FLAG));
     freeaddrinfo(ai);
-    DAT_EVENT ev = wait_ev(p.conn, "UD established");
+    DAT_EVENT ev = peer_wait(p.conn, "UD established");
     take_ah(&p, &ev, DAT_IB_UD_REMOTE_AH, "UDSRV");
     /* over the MTU: refused at post */
-    DAT_LMR_TRIPLET big = tri(p.lcs, p.sbuf, p.mtu + 1);
-    DAT_RETURN rc = dat_ib_post_send_ud(p.ep, 1, &big, &p.ah, ck(0), DAT_COMPLETION_DEFAULT_FLAG);
-    CHECK(DAT_GET_TYPE(rc) == DAT_LENGTH_ERROR, "MTU + 1: 0x%08x", (unsigned)rc);
+    DAT_LMR_TRIPLET big = peer_triplet(p.lcs, p.sbuf, p.mtu + 1);
+    DAT_RETURN rc = dat_ib_post_send_ud(p.ep, 1, &big, &p.ah, peer_cookie(0), DAT_COMPLETION_DEFAULT_FLAG);
+    PEER_EXPECT(DAT_GET_TYPE(rc) == DAT_LENGTH_ERROR, "MTU + 1: 0x%08x", (unsigned)rc);
     /* ping-pong over every size */
     for (unsigned i = 0; i < NSIZES; i++) {
         unsigned len = SIZES[i] <= p.mtu ? SIZES[i] : p.mtu;
         send_dgram(&p, len, i);
         unsigned got;
         int slot = recv_dgram(&p, &got);
-        CHECK(got == len && same(slot_data(&p, slot), len, i), "echo of %u bytes: %u bytes%s", len, got,
+        PEER_EXPECT(got == len && same(slot_data(&p, slot), len, i), "echo of %u bytes: %u bytes%s", len, got,
               got == len ? ", wrong bytes" : "");
         post_recv(&p, slot);
     }
@@ -334,28 +273,28 @@ static int client(char *ia_name, const char *host, DAT_CONN_QUAL port)
         unsigned seq = 100 + k;
         fill(p.sbuf, 64, seq);
         p.sbuf[0] = (char)k;
-        DAT_LMR_TRIPLET t = tri(p.lcs, p.sbuf, 64);
-        MUST(dat_ib_post_send_ud(p.ep, 1, &t, &p.ah, ck(seq), DAT_COMPLETION_DEFAULT_FLAG));
-        ev = wait_ev(p.req, "burst send");
-        CHECK(ev.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS, "burst send status");
+        DAT_LMR_TRIPLET t = peer_triplet(p.lcs, p.sbuf, 64);
+        PEER_MUST(dat_ib_post_send_ud(p.ep, 1, &t, &p.ah, peer_cookie(seq), DAT_COMPLETION_DEFAULT_FLAG));
+        ev = peer_wait(p.req, "burst send");
+        PEER_EXPECT(ev.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS, "burst send status");
     }
     for (unsigned k = 0; k < BURST; k++) {
         unsigned got;
         int slot = recv_dgram(&p, &got);
         char *d = slot_data(&p, slot);
         unsigned idx = (unsigned char)d[0];
-        CHECK(got == 64 && idx < BURST && !seen[idx], "burst echo %u bytes idx %u", got, idx);
+        PEER_EXPECT(got == 64 && idx < BURST && !seen[idx], "burst echo %u bytes idx %u", got, idx);
         if (idx < BURST)
             seen[idx] = true;
         post_recv(&p, slot);
     }
     memcpy(p.sbuf, "BYE", 3);
-    DAT_LMR_TRIPLET t = tri(p.lcs, p.sbuf, 3);
-    MUST(dat_ib_post_send_ud(p.ep, 1, &t, &p.ah, ck(999), DAT_COMPLETION_DEFAULT_FLAG));
-    wait_ev(p.req, "BYE completion");
+    DAT_LMR_TRIPLET t = peer_triplet(p.lcs, p.sbuf, 3);
+    PEER_MUST(dat_ib_post_send_ud(p.ep, 1, &t, &p.ah, peer_cookie(999), DAT_COMPLETION_DEFAULT_FLAG));
+    peer_wait(p.req, "BYE completion");
     release(&p);
-    printf("client: %s\n", failures ? "FAILED" : "ok");
-    return failures ? 1 : 0;
+    printf("client: %s\n", peer_failures ? "FAILED" : "ok");
+    return peer_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)

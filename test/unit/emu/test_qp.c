@@ -6,6 +6,7 @@
 #include "emu/engine.h"
 #include "emu/mem.h"
 #include "emu/qp.h"
+#include "emu/wire_io.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -404,6 +405,45 @@ START_TEST(t_send_sizes)
     send_recv_size(4096);
     send_recv_size(1u << 20);
     send_recv_size(3 * 65536 + 7);
+    pair_down();
+}
+END_TEST
+
+/* emu/wire_io.h: the observer sees every byte sent and received, the
+ * handshake included: once the traffic settles, the bytes it saw leave
+ * (both sides live in this process) are the bytes it saw arrive, and the
+ * QP's data bytes are among them. */
+static _Atomic uint64_t obs_bytes[2]; /* [EMU_WIRE_TX / RX] */
+
+static void obs_bytes_cb(void *ctx, const void *who, enum emu_wire_dir dir,
+                         const struct iovec *iov, size_t iovcnt, size_t len)
+{
+    (void)ctx;
+    (void)iov;
+    (void)iovcnt;
+    if (who)
+        atomic_fetch_add(&obs_bytes[dir], len);
+}
+
+START_TEST(t_wire_observer)
+{
+    static const struct emu_wire_observer obs = {obs_bytes_cb, NULL};
+    emu_wire_observe(&obs);
+    pair_up();
+    send_recv_size(100);
+    send_recv_size(200000);
+    bool settled = false;
+    for (int i = 0; i < 1000 && !settled; i++) {
+        settled = atomic_load(&obs_bytes[EMU_WIRE_TX]) == atomic_load(&obs_bytes[EMU_WIRE_RX]);
+        if (!settled)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    ck_assert(settled);
+    struct emu_qp_stats st;
+    emu_qp_get_stats(A.qp, &st);
+    ck_assert_uint_ge(st.tx_bytes, 200100);
+    ck_assert_uint_gt(atomic_load(&obs_bytes[EMU_WIRE_TX]), st.tx_bytes);
+    emu_wire_observe(NULL);
     pair_down();
 }
 END_TEST
@@ -1480,6 +1520,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("qp");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, t_send_sizes);
+    tcase_add_test(tc, t_wire_observer);
     tcase_add_test(tc, t_progress_many);
     tcase_add_test(tc, t_send_multi_sge);
     tcase_add_test(tc, t_send_many);

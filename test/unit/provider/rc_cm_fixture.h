@@ -11,19 +11,9 @@
 
 #include "lib/provider/ep.h"
 #include "lib/provider/limits.h"
-#include "cm_fixture.h"
+#include "test/lib/cm_fixture.h"
 
 static _Alignas(64) char junk[256];
-
-static inline struct sockaddr_in v4(const char *ip, unsigned port)
-{
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    ck_assert_int_eq(inet_pton(AF_INET, ip, &a.sin_addr), 1);
-    a.sin_port = htons((uint16_t)port);
-    return a;
-}
 
 /* A PSP on a free port of s. */
 static inline DAT_PSP_HANDLE mk_psp(struct side *s, DAT_PSP_FLAGS flags, DAT_CONN_QUAL *q)
@@ -31,14 +21,6 @@ static inline DAT_PSP_HANDLE mk_psp(struct side *s, DAT_PSP_FLAGS flags, DAT_CON
     DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
     ck_assert_dat_ok(s->p->psp_create_any_func(s->ia, q, s->cr, flags, &psp));
     return psp;
-}
-
-/* A port nobody listens on right now. */
-static inline DAT_CONN_QUAL free_port(struct side *s)
-{
-    DAT_CONN_QUAL q;
-    ck_assert_dat_ok(s->p->psp_free_func(mk_psp(s, DAT_PSP_CONSUMER_FLAG, &q)));
-    return q;
 }
 
 static inline DAT_RETURN connect_to(struct side *c, DAT_EP_HANDLE ep, DAT_CONN_QUAL q, DAT_COUNT n, const void *pd)

@@ -16,7 +16,7 @@
 
 #include "emu/engine.h"
 #include "lib/provider/ep.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 #define RP_BUF 65536
 

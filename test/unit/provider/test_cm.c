@@ -10,28 +10,9 @@
 #include <pthread.h>
 
 #include "lib/provider/ep.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
-#include "cm_fixture.h"
-
-static struct sockaddr_in lo_addr(void)
-{
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-}
-
-/* A port nobody listens on right now. */
-static DAT_CONN_QUAL free_port(struct side *s)
-{
-    DAT_CONN_QUAL q;
-    DAT_PSP_HANDLE psp;
-    ck_assert_dat_ok(s->p->psp_create_any_func(s->ia, &q, s->cr, DAT_PSP_CONSUMER_FLAG, &psp));
-    ck_assert_dat_ok(s->p->psp_free_func(psp));
-    return q;
-}
+#include "test/lib/cm_fixture.h"
 
 /* Client `c` connects to server `s` (PSP on *port) and the server accepts
  * with sep; pdata both ways of `n` bytes. Returns with both CONNECTED. */
@@ -41,7 +22,7 @@ static void connect_pair(struct side *c, DAT_EP_HANDLE cep, struct side *s, DAT_
     unsigned char pd[SD_MAX_PRIVATE_DATA];
     for (int i = 0; i < n; i++)
         pd[i] = (unsigned char)(i + 1);
-    struct sockaddr_in a = lo_addr();
+    struct sockaddr_in a = v4("127.0.0.1", 0);
     ck_assert_dat_ok(c->p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, port, 5000000, n, n ? pd : NULL,
                                            DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
     ck_assert_int_eq(ep_state(c, cep), DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
@@ -187,7 +168,7 @@ START_TEST(ep_create_query_errors)
     /* deferred configuration: no PZ */
     ck_assert_dat_ok(p->ep_create_func(s.ia, DAT_HANDLE_NULL, s.dto, s.dto, s.conn, NULL, &ep));
     ck_assert_int_eq(ep_state(&s, ep), DAT_EP_STATE_UNCONFIGURED_UNCONNECTED);
-    struct sockaddr_in lo = lo_addr();
+    struct sockaddr_in lo = v4("127.0.0.1", 0);
     ck_assert_dat_err(p->ep_connect_func(ep, (DAT_IA_ADDRESS_PTR)&lo, 4000, 1000000, 0, NULL, 0, 0),
                       DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFIGURED);
     memset(&q, 0, sizeof q);
@@ -347,7 +328,7 @@ START_TEST(reject_nolistener_timeout_abort)
     DAT_CONN_QUAL port;
     ck_assert_dat_ok(p->psp_create_any_func(s.ia, &port, s.cr, DAT_PSP_CONSUMER_FLAG, &psp));
     DAT_EP_HANDLE cep = mk_ep(&c);
-    struct sockaddr_in a = lo_addr();
+    struct sockaddr_in a = v4("127.0.0.1", 0);
     unsigned char pd[SD_MAX_PRIVATE_DATA + 1];
     memset(pd, 0x5a, sizeof pd);
     /* argument errors */
@@ -385,7 +366,7 @@ START_TEST(reject_nolistener_timeout_abort)
     /* a TCP listener that never answers the MPA request: TIMED_OUT */
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_int_ge(fd, 0);
-    struct sockaddr_in b = lo_addr();
+    struct sockaddr_in b = v4("127.0.0.1", 0);
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&b, sizeof b), 0);
     ck_assert_int_eq(listen(fd, 8), 0);
     socklen_t bl = sizeof b;
@@ -442,7 +423,7 @@ START_TEST(rsp_one_shot)
     ck_assert_ptr_eq(rp.ep_handle, sep);
     ck_assert_ptr_eq(rp.evd_handle, s.cr);
     ck_assert_ptr_eq(rp.ia_handle, s.ia);
-    struct sockaddr_in a = lo_addr();
+    struct sockaddr_in a = v4("127.0.0.1", 0);
     ck_assert_dat_ok(p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, port, 5000000, 4, "abc", 0, 0));
     DAT_EVENT ev = wait_ev(&s, s.cr, DAT_CONNECTION_REQUEST_EVENT);
     ck_assert_ptr_eq(ev.event_data.cr_arrival_event_data.sp_handle.rsp_handle, rsp);
@@ -528,7 +509,7 @@ START_TEST(provider_ep_and_handoff)
     ck_assert_dat_ok(p->evd_create_func(s.ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr2));
     ck_assert_dat_ok(p->psp_create_any_func(s.ia, &port2, cr2, DAT_PSP_CONSUMER_FLAG, &psp2));
     DAT_EP_HANDLE cep = mk_ep(&c), cep2 = mk_ep(&c);
-    struct sockaddr_in a = lo_addr();
+    struct sockaddr_in a = v4("127.0.0.1", 0);
     ck_assert_dat_ok(p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, port, 5000000, 3, "hi", 0, 0));
     DAT_EVENT ev = wait_ev(&s, s.cr, DAT_CONNECTION_REQUEST_EVENT);
     DAT_CR_HANDLE cr = ev.event_data.cr_arrival_event_data.cr_handle;

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "lib/provider/cno.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 static DAT_EVENT se(uintptr_t v)
 {

@@ -12,29 +12,9 @@
 #include <unistd.h>
 
 #include "lib/provider/ep.h"
-#include "cm_fixture.h"
-
-static struct sockaddr_in v4(const char *ip, unsigned port)
-{
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    ck_assert_int_eq(inet_pton(AF_INET, ip, &a.sin_addr), 1);
-    a.sin_port = htons((uint16_t)port);
-    return a;
-}
+#include "test/lib/cm_fixture.h"
 
 static DAT_COMM tcp4 = {AF_INET, SOCK_STREAM, 0};
-
-/* A port nobody listens on right now. */
-static unsigned free_port(struct side *s)
-{
-    DAT_CONN_QUAL q;
-    DAT_PSP_HANDLE psp;
-    ck_assert_dat_ok(s->p->psp_create_any_func(s->ia, &q, s->cr, DAT_PSP_CONSUMER_FLAG, &psp));
-    ck_assert_dat_ok(s->p->psp_free_func(psp));
-    return (unsigned)q;
-}
 
 static DAT_CSP_HANDLE mk_csp(struct side *s, const char *ip, unsigned port, DAT_EVD_HANDLE evd, unsigned *bound)
 {

@@ -11,7 +11,7 @@
 #include "lib/provider/ep.h"
 #include "lib/provider/lmr.h"
 #include "lib/provider/rmr.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 #define BUF 4096
 

@@ -7,7 +7,7 @@
 
 #include "lib/provider/cno.h"
 #include "lib/provider/evd.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 #define STATE_DEFAULT (DAT_EVD_STATE_ENABLED | DAT_EVD_STATE_WAITABLE | DAT_EVD_STATE_CONFIG_THRESHOLD)
 

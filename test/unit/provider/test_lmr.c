@@ -8,7 +8,7 @@
 #include "lib/provider/lmr.h"
 #include "lib/provider/pz.h"
 #include "lib/provider/rmr.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 #define RW (DAT_MEM_PRIV_LOCAL_READ_FLAG | DAT_MEM_PRIV_LOCAL_WRITE_FLAG)
 

@@ -4,7 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 static DAT_RETURN reg(DAT_PROVIDER *p, DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_MEM_TYPE t,
                       DAT_REGION_DESCRIPTION rd, DAT_VLEN len, DAT_MEM_PRIV_FLAGS priv, DAT_LMR_HANDLE *lmr)

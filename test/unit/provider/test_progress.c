@@ -23,7 +23,7 @@
 #include "lib/provider/ep.h"
 #include "lib/provider/evd.h"
 #include "lib/provider/progress.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 #define MSG 64
 #define NRECV 8

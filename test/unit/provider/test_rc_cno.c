@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "lib/provider/cno.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 static _Alignas(64) char junk[256];
 

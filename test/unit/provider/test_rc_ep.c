@@ -14,7 +14,7 @@
 
 #include "lib/provider/ep.h"
 #include "lib/provider/limits.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 static _Alignas(64) char junk[256];
 

@@ -9,7 +9,7 @@
 
 #include "lib/provider/cno.h"
 #include "lib/provider/evd.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 static _Alignas(64) char junk[256];
 

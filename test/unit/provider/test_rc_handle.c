@@ -5,7 +5,7 @@
  * the right type for every object kind of this scope. */
 #include <stdint.h>
 
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 static _Alignas(64) char junk[256];
 

@@ -11,7 +11,7 @@
 #include "lib/provider/cno.h"
 #include "lib/provider/evd.h"
 #include "lib/provider/pz.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 #define NAME "t-rc-ia"
 

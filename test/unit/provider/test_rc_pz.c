@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "lib/provider/pz.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 static _Alignas(64) char junk[256];
 

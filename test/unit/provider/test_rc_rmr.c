@@ -7,7 +7,7 @@
 #include "lib/provider/lmr.h"
 #include "lib/provider/pz.h"
 #include "lib/provider/rmr.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 static _Alignas(64) char junk[256];
 static _Alignas(64) char buf[4096];

@@ -5,7 +5,7 @@
 #include "lib/provider/lmr.h"
 #include "lib/provider/pz.h"
 #include "lib/provider/rmr.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 START_TEST(rmr_lifecycle)
 {

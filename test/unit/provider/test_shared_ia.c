@@ -3,7 +3,7 @@
  * same IA (same dat.conf name and address), as dapltest -T L -w N relies
  * on; anything else (another IA, memory objects of another instance,
  * garbage) is still refused with the parameter's handle subtype. */
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 START_TEST(evd_of_other_instance_accepted)
 {

@@ -19,7 +19,7 @@
 #include "lib/provider/ep.h"
 #include "lib/provider/lmr.h"
 #include "lib/provider/srq.h"
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 #define BUF 65536
 #define MSG 256

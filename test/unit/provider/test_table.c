@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "lib/provider/provider.h"
-#include "test/unit/provider/prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 START_TEST(every_slot_filled)
 {

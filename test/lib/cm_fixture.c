@@ -1,19 +1,10 @@
-/* Two-sided connection tests through the provider table (test_cm.c,
- * test_csp.c, the rc_* audits): an IA on 127.0.0.1 with a PZ and CR /
- * connection / DTO EVDs per side, EP creation and event waits. */
-#ifndef SOFTDAT_TEST_CM_FIXTURE_H
-#define SOFTDAT_TEST_CM_FIXTURE_H
+/* test/lib/cm_fixture.h: two-sided connection tests through the provider table. */
+#include "test/lib/cm_fixture.h"
 
-#include "prov_fixture.h"
+#include <arpa/inet.h>
+#include <stdint.h>
 
-struct side {
-    DAT_PROVIDER *p;
-    DAT_IA_HANDLE ia;
-    DAT_PZ_HANDLE pz;
-    DAT_EVD_HANDLE cr, conn, dto;
-};
-
-static inline void side_open(struct side *s, DAT_PROVIDER *p)
+void side_open(struct side *s, DAT_PROVIDER *p)
 {
     memset(s, 0, sizeof *s);
     s->p = p;
@@ -24,19 +15,19 @@ static inline void side_open(struct side *s, DAT_PROVIDER *p)
     ck_assert_dat_ok(p->evd_create_func(s->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &s->dto));
 }
 
-static inline void side_close(struct side *s)
+void side_close(struct side *s)
 {
     ck_assert_dat_ok(s->p->ia_close_func(s->ia, DAT_CLOSE_ABRUPT_FLAG));
 }
 
-static inline DAT_EP_HANDLE mk_ep(struct side *s)
+DAT_EP_HANDLE mk_ep(struct side *s)
 {
     DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
     ck_assert_dat_ok(s->p->ep_create_func(s->ia, s->pz, s->dto, s->dto, s->conn, NULL, &ep));
     return ep;
 }
 
-static inline DAT_EVENT wait_ev(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want)
+DAT_EVENT wait_ev(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want)
 {
     DAT_EVENT ev;
     DAT_COUNT n = 0;
@@ -47,7 +38,7 @@ static inline DAT_EVENT wait_ev(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT_NU
     return ev;
 }
 
-static inline void no_event(struct side *s, DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
+void no_event(struct side *s, DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
 {
     DAT_EVENT ev;
     DAT_COUNT n = 0;
@@ -56,11 +47,28 @@ static inline void no_event(struct side *s, DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
                   (unsigned)ev.event_number);
 }
 
-static inline DAT_EP_STATE ep_state(struct side *s, DAT_EP_HANDLE ep)
+DAT_EP_STATE ep_state(struct side *s, DAT_EP_HANDLE ep)
 {
     DAT_EP_STATE st;
     ck_assert_dat_ok(s->p->ep_get_status_func(ep, &st, NULL, NULL));
     return st;
 }
 
-#endif
+struct sockaddr_in v4(const char *ip, unsigned port)
+{
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    ck_assert_int_eq(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+    a.sin_port = htons((uint16_t)port);
+    return a;
+}
+
+DAT_CONN_QUAL free_port(struct side *s)
+{
+    DAT_CONN_QUAL q;
+    DAT_PSP_HANDLE psp;
+    ck_assert_dat_ok(s->p->psp_create_any_func(s->ia, &q, s->cr, DAT_PSP_CONSUMER_FLAG, &psp));
+    ck_assert_dat_ok(s->p->psp_free_func(psp));
+    return q;
+}

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 #include "lib/provider/evd.h"
 
 static int counter;

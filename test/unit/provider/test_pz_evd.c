@@ -1,5 +1,5 @@
 /* PZ and EVD objects: create/query/free, argument errors, in-use rules. */
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 START_TEST(pz_lifecycle_and_errors)
 {

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "prov_fixture.h"
+#include "test/lib/prov_fixture.h"
 
 #define NSLOTS (sizeof(DAT_PROVIDER) / sizeof(void *))
 
