@@ -147,7 +147,7 @@ static void setup(struct peer *p, char *ia)
     MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
     MUST(dat_evd_create(p->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
     MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
-    p->slots = aligned_alloc(4096, (size_t)SLOT * NRECV + 4096);
+    p->slots = aligned_alloc(4096, ((size_t)SLOT * NRECV + 4095) & ~(size_t)4095); /* C11: a multiple */
     p->area = aligned_alloc(4096, AREA);
     if (!p->slots || !p->area)
         exit(1);

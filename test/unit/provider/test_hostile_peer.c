@@ -330,7 +330,7 @@ START_TEST(reads_beyond_ird)
     struct hostile h = hostile_connect(&a, false);
     hostile_establish(&a, &h);
     enum { N = 2000, BATCH = 100 };
-    static uint8_t burst[BATCH * 48];
+    static uint8_t burst[BATCH * 64]; /* a Read Request FPDU: 52 bytes */
     struct hw_frame f;
     int sent = 0;
     for (uint32_t i = 0; i < N; i += BATCH) {
