@@ -19,6 +19,7 @@
 #include "emu/qp.h"
 #include "lib/provider/counters.h"
 #include "lib/provider/handle.h"
+#include "lib/provider/trace_rec.h"
 
 struct sd_ia;
 struct sd_pz;
@@ -78,6 +79,15 @@ static inline DAT_RETURN sd_ep_get(DAT_EP_HANDLE raw, struct sd_ep **out)
     DAT_RETURN rc = sd_handle_get(raw, DAT_HANDLE_TYPE_EP, DAT_INVALID_HANDLE_EP, &h);
     *out = rc == DAT_SUCCESS ? (struct sd_ep *)h : NULL;
     return rc;
+}
+
+/* Every EP state change goes through here (caller holds ep->lock) so that
+ * the trace sees each one. */
+static inline void sd_ep_set_state(struct sd_ep *ep, DAT_EP_STATE s)
+{
+    if (SD_TRACE_ON() && ep->state != s)
+        sd_trace_ep_state(ep, ep->state, s);
+    ep->state = s;
 }
 
 /* ---- provided by ep_dto.c, used by ep.c / ep_cm.c ---- */

@@ -64,7 +64,7 @@ void sd_ep_connect_started(struct sd_ep *ep, struct sd_ia *ia, int r, struct emu
         SD_CNT_EP(ep, DCNT_EP_CONNECT, 1);
         SD_CNT_IA(ia, DCNT_IA_CM_REQ_TX);
     } else {
-        ep->state = DAT_EP_STATE_UNCONNECTED;
+        sd_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
         ep->remote_set = false;
         memset(&ep->remote_addr, 0, sizeof ep->remote_addr);
         ep->remote_port = 0;
@@ -153,7 +153,7 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
     pthread_mutex_lock(&ep->lock);
     report = !ep->aborting && ep->state != DAT_EP_STATE_DISCONNECTED;
     if (report)
-        ep->state = DAT_EP_STATE_CONNECTED;
+        sd_ep_set_state(ep, DAT_EP_STATE_CONNECTED);
     pthread_mutex_unlock(&ep->lock);
     if (report)
         post_conn_event(ep, evd, DAT_CONNECTION_EVENT_ESTABLISHED, true);
@@ -177,7 +177,7 @@ static void on_terminal(struct sd_ep *ep, const struct emu_conn_event *ev)
 {
     DAT_EVENT_NUMBER num = map_terminal(ev->type);
     pthread_mutex_lock(&ep->lock);
-    ep->state = DAT_EP_STATE_DISCONNECTED;
+    sd_ep_set_state(ep, DAT_EP_STATE_DISCONNECTED);
     ep->aborting = false;
     bool pd = ev->type == EMU_CONN_PEER_REJECTED;
     if (pd)
@@ -291,9 +291,9 @@ static DAT_RETURN connect_common(struct sd_ep *ep, const struct sockaddr *remote
         rc = SD_RET(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFIGURED);
     struct emu_conn_params prm;
     if (rc == DAT_SUCCESS) {
-        ep->state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
+        ep->conn_id = sd_ep_next_conn_id(); /* first: the state record names it */
+        sd_ep_set_state(ep, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
         ep->aborting = false;
-        ep->conn_id = sd_ep_next_conn_id();
         memcpy(&ep->remote_addr, &peer, sizeof peer);
         ep->remote_port = qual;
         ep->remote_set = true;
@@ -464,7 +464,7 @@ static DAT_RETURN sd_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flag
     case DAT_EP_STATE_CONNECTED:
     case DAT_EP_STATE_CONNECTED_SINGLE_PATH:
     case DAT_EP_STATE_CONNECTED_MULTI_PATH:
-        ep->state = DAT_EP_STATE_DISCONNECT_PENDING;
+        sd_ep_set_state(ep, DAT_EP_STATE_DISCONNECT_PENDING);
         act = CLOSE;
         break;
     case DAT_EP_STATE_DISCONNECT_PENDING:

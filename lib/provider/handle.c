@@ -217,6 +217,25 @@ void sd_handle_registry_shutdown(void)
 
 /* ------------------------------------------------------------ lifetime */
 
+/* One counter per DAT handle type (and one for the two private extension
+ * types and anything else): ids stay small and read as "the third EP". */
+#define ID_SLOTS 15
+static atomic_uint g_next_id[ID_SLOTS];
+
+static unsigned id_slot(uint32_t type)
+{
+    if (type < DAT_HANDLE_TYPE_EXTENSION_BASE)
+        return type;
+    return type == SD_HTYPE_SSP ? 12 : type == SD_HTYPE_IA_QUERY ? 13 : 14;
+}
+
+const char *sd_handle_type_prefix(uint32_t type)
+{
+    static const char *const names[ID_SLOTS] = {"cr",  "ep",  "evd", "ia",  "lmr", "psp", "pz",   "rmr",
+                                                "rsp", "cno", "srq", "csp", "ssp", "iaq", "obj"};
+    return names[id_slot(type)];
+}
+
 struct sd_handle *sd_handle_alloc(const struct sd_handle_ops *ops, struct sd_ia *ia)
 {
     struct sd_handle *h = calloc(1, ops->size);
@@ -230,6 +249,7 @@ struct sd_handle *sd_handle_alloc(const struct sd_handle_ops *ops, struct sd_ia 
     atomic_init(&h->refs, 1);
     atomic_init(&h->deps, 0);
     h->ia_link.prev = h->ia_link.next = &h->ia_link;
+    h->id = atomic_fetch_add(&g_next_id[id_slot(ops->type)], 1) + 1;
     return h;
 }
 

@@ -103,7 +103,13 @@ struct sd_handle {
     atomic_uint refs;
     atomic_uint deps;
     struct sd_link ia_link; /* on ia->children, under ia->lock */
+    /* Stable per-type number, 1, 2, ... in creation order within the
+     * process (the trace and log call this EP "ep3"); never reused. */
+    uint32_t id;
 };
+
+/* The trace/log name prefix of a handle type ("ep", "evd", ...). */
+const char *sd_handle_type_prefix(uint32_t type);
 
 /* ---- creation */
 /* calloc(ops->size) with the header initialised (refs = 1, owner ia, the

@@ -68,9 +68,9 @@ static DAT_RETURN sd_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT
     pthread_mutex_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
     if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONNECTED)
-        ep->state = DAT_EP_STATE_RESERVED;
+        sd_ep_set_state(ep, DAT_EP_STATE_RESERVED);
     else if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED)
-        ep->state = DAT_EP_STATE_UNCONFIGURED_RESERVED;
+        sd_ep_set_state(ep, DAT_EP_STATE_UNCONFIGURED_RESERVED);
     else
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));
     if (rc == DAT_SUCCESS)

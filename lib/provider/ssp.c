@@ -194,9 +194,9 @@ DAT_RETURN sd_iw_ssp_create(DAT_IA_HANDLE ia_handle, DAT_IW_SOCKET fd, DAT_EP_HA
     pthread_mutex_lock(&ep->lock);
     DAT_EP_STATE st = ep->state;
     if (ep->rsp == NULL && !ep->provider_ep && st == DAT_EP_STATE_UNCONNECTED)
-        ep->state = DAT_EP_STATE_RESERVED;
+        sd_ep_set_state(ep, DAT_EP_STATE_RESERVED);
     else if (ep->rsp == NULL && !ep->provider_ep && st == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED)
-        ep->state = DAT_EP_STATE_UNCONFIGURED_RESERVED;
+        sd_ep_set_state(ep, DAT_EP_STATE_UNCONFIGURED_RESERVED);
     else
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(st));
     if (rc == DAT_SUCCESS)
@@ -322,9 +322,9 @@ DAT_RETURN sd_iw_socket_connect(DAT_EP_HANDLE ep_handle, DAT_IW_SOCKET fd, DAT_T
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2); /* EP and socket parameters conflict */
     struct emu_conn_params prm;
     if (rc == DAT_SUCCESS) {
-        ep->state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
+        ep->conn_id = sd_ep_next_conn_id(); /* first: the state record names it */
+        sd_ep_set_state(ep, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
         ep->aborting = false;
-        ep->conn_id = sd_ep_next_conn_id();
         memcpy(&ep->remote_addr, &peer, sizeof peer);
         ep->remote_port = emu_sockaddr_port((const struct sockaddr *)&peer);
         ep->remote_set = true;
