@@ -102,7 +102,7 @@ static void post_conn_event(struct sd_ep *ep, struct sd_evd *evd, DAT_EVENT_NUMB
         ev.event_data.connect_event_data.private_data = ep->ev_pdata;
     }
     if (sd_evd_post(evd, &ev, SD_EVQ_CONN, 0) != DAT_SUCCESS)
-        SD_WARN("ep", "connection event 0x%x lost: connect EVD full", (unsigned)num);
+        SD_EP_LOG(SD_LOG_WARN, "ep", ep, "connection event 0x%x lost: connect EVD full", (unsigned)num);
 }
 
 static void store_pdata(struct sd_ep *ep, const void *pd, uint16_t len)
@@ -144,7 +144,7 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
     if (ep->qp != NULL) {
         int r = emu_qp_attach(ep->qp, c, id);
         if (r != 0) {
-            SD_WARN("ep", "qp attach failed (%d): breaking the connection", r);
+            SD_EP_LOG(SD_LOG_WARN, "ep", ep, "qp attach failed (%d): breaking the connection", r);
             emu_conn_fail(c, -r);
             return;
         }
@@ -185,8 +185,8 @@ static void on_terminal(struct sd_ep *ep, const struct emu_conn_event *ev)
     struct sd_evd *evd = ep->connect_evd;
     bool srq = ep->srq != NULL;
     pthread_mutex_unlock(&ep->lock);
-    SD_DBG("ep", "connection %s (err %d) -> event 0x%x", emu_conn_event_name(ev->type), ev->err,
-           (unsigned)num);
+    SD_EP_LOG(SD_LOG_DEBUG, "ep", ep, "connection %s (err %d) -> event 0x%x", emu_conn_event_name(ev->type), ev->err,
+              (unsigned)num);
     /* Outstanding DTOs complete FLUSHED before the consumer learns the
      * connection is over (marker technique, spec L5370). */
     sd_progress_remove(ep); /* no consumer thread in its QP from here */
