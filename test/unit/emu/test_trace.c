@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,47 @@ START_TEST(log_messages_reach_the_trace)
 }
 END_TEST
 
+/* The stderr line: relative seconds, level, component, function, scope. */
+START_TEST(stderr_line_format)
+{
+    fresh_path("stderr");
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = fopen(g_path, "w+");
+    ck_assert_ptr_nonnull(f);
+    dup2(fileno(f), 2);
+    setenv("SOFTDAT_LOG", "info", 1);
+    SD_OLOG(SD_LOG_WARN, "qp", "ep3 c2", "scoped %d", 7);
+    SD_INFO("conn", "plain");
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(f);
+    char *b = slurp(g_path, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "softdat[%d/", (int)getpid());
+    ck_assert_ptr_nonnull(strstr(b, want));
+    const char *p = strstr(b, "] +");
+    ck_assert_ptr_nonnull(p);
+    /* "+S.UUUUUU " */
+    p += 3;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    ck_assert_int_eq(*p, '.');
+    for (int i = 1; i <= 6; i++)
+        ck_assert(p[i] >= '0' && p[i] <= '9');
+    ck_assert_int_eq(p[7], ' ');
+    ck_assert_ptr_nonnull(strstr(b, " WARN qp "));
+    ck_assert_ptr_nonnull(strstr(b, "stderr_line_format"));
+    ck_assert_ptr_nonnull(strstr(b, " [ep3 c2]: scoped 7\n"));
+    ck_assert_ptr_nonnull(strstr(b, " INFO conn "));
+    ck_assert_ptr_nonnull(strstr(b, ": plain\n"));
+    ck_assert_ptr_null(strstr(b, "[]"));
+    free(b);
+    unlink(g_path);
+}
+END_TEST
+
 START_TEST(env_switch)
 {
     fresh_path("env-%p");
@@ -348,6 +390,7 @@ int main(void)
     tcase_add_test(tc, frame_and_memcheck_records);
     tcase_add_test(tc, opcode_names);
     tcase_add_test(tc, log_messages_reach_the_trace);
+    tcase_add_test(tc, stderr_line_format);
     tcase_add_test(tc, env_switch);
     tcase_add_test(tc, parse_size);
     tcase_add_test(tc, unwritable_path_fails_cleanly);
