@@ -385,6 +385,38 @@ DAT_RETURN sd_handle_get(DAT_HANDLE raw, uint32_t type, uint32_t bad_subtype, st
     return rc;
 }
 
+bool sd_handle_peek(DAT_HANDLE raw, struct sd_handle_peek *out)
+{
+    uintptr_t p = (uintptr_t)raw;
+    if (p < SD_SMALL_HANDLE_LIMIT) {
+        DAT_IA_HANDLE mapped = NULL;
+        if (p == 0 || !dats_get_ia_handle || dats_get_ia_handle(raw, &mapped) != DAT_SUCCESS)
+            return false;
+        p = (uintptr_t)mapped;
+        if (p < SD_SMALL_HANDLE_LIMIT)
+            return false;
+    }
+    if (p % alignof(struct sd_handle) != 0)
+        return false;
+    struct shard *s = shard_of(p);
+    bool ok = false;
+    pthread_rwlock_rdlock(&s->lock);
+    if (shard_find(s, p)) {
+        /* Published: not yet unpublished (that needs this lock for
+         * writing), so neither it nor its IA has been released. */
+        const struct sd_handle *h = (const struct sd_handle *)p;
+        if (h->magic == SD_HANDLE_MAGIC_LIVE) {
+            out->type = h->type;
+            out->id = h->id;
+            out->ia_id = h->ia ? h->ia->h.id : 0;
+            out->ia_t0_ns = h->ia ? h->ia->t0_ns : 0;
+            ok = true;
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return ok;
+}
+
 /* Unpublish: out of the live set and off the IA's list, atomically with
  * respect to publish/take_child (ia->lock, then shard lock). */
 static bool unpublish(struct sd_handle *h)

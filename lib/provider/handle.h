@@ -40,6 +40,7 @@
 #define SOFTDAT_PROVIDER_HANDLE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -110,6 +111,18 @@ struct sd_handle {
 
 /* The trace/log name prefix of a handle type ("ep", "evd", ...). */
 const char *sd_handle_type_prefix(uint32_t type);
+
+/* What the trace needs to name an object, read without taking a
+ * reference (so it may run anywhere, even with a queue lock held, and
+ * never ends up dropping an object's last reference): the raw value is
+ * looked up like sd_handle_get and the fields copied under the lookup's
+ * lock. false when raw is not a live handle. */
+struct sd_handle_peek {
+    uint32_t type, id;
+    uint32_t ia_id;     /* the owning IA's id, and its open time */
+    uint64_t ia_t0_ns;
+};
+bool sd_handle_peek(DAT_HANDLE raw, struct sd_handle_peek *out);
 
 /* ---- creation */
 /* calloc(ops->size) with the header initialised (refs = 1, owner ia, the

@@ -36,19 +36,18 @@ struct call {
 static void call_begin(struct call *c, const char *kind, const char *fn, DAT_HANDLE obj)
 {
     struct sd_trace_ctx ctx = {0, 0};
-    struct sd_handle *h = NULL;
-    if (obj != DAT_HANDLE_NULL && sd_handle_get(obj, SD_HTYPE_ANY, DAT_INVALID_HANDLE1, &h) == DAT_SUCCESS)
-        sd_trace_ctx_of(h, &ctx);
-    else
-        h = NULL;
+    struct sd_handle_peek pk;
+    bool live = obj != DAT_HANDLE_NULL && sd_handle_peek(obj, &pk);
+    if (live) {
+        ctx.ia = pk.ia_id;
+        ctx.t0_ns = pk.ia_t0_ns;
+    }
     sd_trace_begin(&c->r, kind, &ctx);
     sd_trace_kv_str(&c->r, "fn", fn);
-    if (h != NULL) {
-        sd_trace_kv_obj(&c->r, "obj", h);
-        sd_handle_put(h);
-    } else {
+    if (live)
+        sd_trace_kv_id(&c->r, "obj", sd_handle_type_prefix(pk.type), pk.id);
+    else
         sd_trace_kv_str(&c->r, "obj", obj == DAT_HANDLE_NULL ? NULL : "invalid");
-    }
     c->start = sd_mono_ns();
 }
 
@@ -59,7 +58,8 @@ static void call_end(struct call *c, DAT_RETURN rc)
     sd_trace_end(&c->r);
 }
 
-/* The handle a create call returned, as "new":"ep4". */
+/* The handle a create call returned, as "new":"ep4". Objects are named
+ * with sd_handle_peek (no reference taken) throughout. */
 static void kv_new(struct call *c, DAT_RETURN rc, const DAT_HANDLE *out)
 {
     if (rc == DAT_SUCCESS && out != NULL)

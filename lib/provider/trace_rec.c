@@ -30,13 +30,12 @@ void sd_trace_kv_raw_handle(struct sd_trace_rec *r, const char *key, DAT_HANDLE 
         sd_trace_kv_str(r, key, NULL);
         return;
     }
-    struct sd_handle *h;
-    if (sd_handle_get(raw, SD_HTYPE_ANY, DAT_INVALID_HANDLE1, &h) != DAT_SUCCESS) {
+    struct sd_handle_peek pk;
+    if (!sd_handle_peek(raw, &pk)) {
         sd_trace_kv_str(r, key, "invalid");
         return;
     }
-    sd_trace_kv_obj(r, key, h);
-    sd_handle_put(h);
+    sd_trace_kv_id(r, key, sd_handle_type_prefix(pk.type), pk.id);
 }
 
 static const char *rc_type_name(DAT_RETURN rc)

@@ -121,8 +121,19 @@ START_TEST(ids_are_stable_per_type)
     ck_assert_str_eq(sd_handle_type_prefix(DAT_HANDLE_TYPE_PZ), "pz");
     char want[32];
     snprintf(want, sizeof want, "\"new\":\"pz%u\"", first + 2);
+    /* sd_handle_peek names an object without taking a reference. */
+    struct sd_handle_peek pk;
+    ck_assert(sd_handle_peek(pz[1], &pk));
+    ck_assert_uint_eq(pk.type, DAT_HANDLE_TYPE_PZ);
+    ck_assert_uint_eq(pk.id, first + 1);
+    ck_assert_uint_eq(pk.ia_id, ((struct sd_handle *)ia)->id);
+    ck_assert_uint_eq(pk.ia_t0_ns, ((struct sd_ia *)ia)->t0_ns);
+    ck_assert_uint_eq(atomic_load(&((struct sd_handle *)pz[1])->refs), 1);
+    ck_assert(!sd_handle_peek((DAT_HANDLE)(uintptr_t)0x12345678, &pk));
+    ck_assert(!sd_handle_peek(DAT_HANDLE_NULL, &pk));
     for (int i = 0; i < 3; i++)
         ck_assert_dat_ok(p->pz_free_func(pz[i]));
+    ck_assert(!sd_handle_peek(pz[1], &pk)); /* freed: no longer named */
     ck_assert_dat_ok(p->ia_close_func(ia, DAT_CLOSE_GRACEFUL_FLAG));
     char *b = slurp();
     HAS(b, "\"fn\":\"pz_create\"", want);
