@@ -19,6 +19,7 @@
 #   test/helpers/*.c      -> test/helpers/NAME   (programs the end-to-end tests drive)
 #   test/lib/*.c          -> libsdtest.a         (support code the test programs link)
 #   test/e2e/*.sh         run by test/run-tests
+#   examples/*.c          -> examples/NAME  (annotated DAT programs; libdat2 only)
 
 BUILD     ?= build
 PREFIX    ?= /usr/local
@@ -90,6 +91,7 @@ UT_DAT    := $(basename $(notdir $(wildcard test/unit/dat/*.c)))
 UT_PROV   := $(basename $(notdir $(wildcard test/unit/provider/*.c)))
 UT_EMU    := $(basename $(notdir $(wildcard test/unit/emu/*.c)))
 HELPERS   := $(basename $(notdir $(wildcard test/helpers/*.c)))
+EXAMPLES  := $(basename $(notdir $(wildcard examples/*.c)))
 
 DAT_OBJ   := $(DAT_SRC:%.c=$(OBJ)/%.o)
 PROV_OBJ  := $(PROV_SRC:%.c=$(OBJ)/%.o)
@@ -107,6 +109,7 @@ TOOL_BINS    := $(TOOLS:%=$(BUILD)/bin/%)
 UT_BINS      := $(UT_DAT:%=$(BUILD)/test/dat/%) $(UT_PROV:%=$(BUILD)/test/provider/%) \
                 $(UT_EMU:%=$(BUILD)/test/emu/%)
 HELPER_BINS  := $(HELPERS:%=$(BUILD)/test/helpers/%)
+EXAMPLE_BINS := $(EXAMPLES:%=$(BUILD)/examples/%)
 
 # Tools and test programs find build/lib (or PREFIX/lib once installed) on
 # their own; LD_LIBRARY_PATH still wins over RUNPATH, so Debian's libdat2 can
@@ -117,11 +120,12 @@ RUNPATH2 := -Wl,--enable-new-dtags,-rpath,'$$ORIGIN/../../lib'
 # libdat2 then finds a provider installed beside it.
 LIBDAT2_RUNPATH := -Wl,--enable-new-dtags,-rpath,'$$ORIGIN'
 
-.PHONY: all libs tools tests check check-mpi asan tsan install uninstall clean distclean help
-all: libs tools tests $(DATCONF)
+.PHONY: all libs tools tests examples check check-mpi asan tsan install uninstall clean distclean help
+all: libs tools tests examples $(DATCONF)
 libs: $(LIBDAT2) $(LIBDAT2_LINK) $(LIBPROV)
 tools: $(TOOL_BINS)
 tests: $(UT_BINS) $(HELPER_BINS)
+examples: $(EXAMPLE_BINS)
 
 -include $(DAT_OBJ:.o=.d) $(PROV_OBJ:.o=.d) $(EMU_OBJ:.o=.d)
 
@@ -217,6 +221,13 @@ $(BUILD)/test/emu/%: test/unit/emu/%.c $(LIBEMU_A)
 $(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A) $(TESTLIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
+
+# The examples are what a user's own program looks like: public headers,
+# libdat2, nothing else (examples/run NAME runs one, both sides).
+-include $(EXAMPLE_BINS:%=%.d)
+$(BUILD)/examples/%: examples/%.c $(LIBDAT2_LINK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< -L$(BUILD)/lib -ldat2 $(RUNPATH) $(LDFLAGS)
 
 # Host programs that export libevent 1.4's symbol names (symbol_capture.sh).
 HOSTILE_HELPERS := $(BUILD)/test/helpers/dat_dto_peer_hostile $(BUILD)/test/helpers/libevent_capture_probe

@@ -1,6 +1,7 @@
 #include "emu/log.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 
 static int g_level = SD_LOG_WARN;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static const char *const g_tags[] = {"", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
 
 int sd_log_parse_level(const char *text)
 {
@@ -23,6 +26,11 @@ int sd_log_parse_level(const char *text)
     if (text[0] >= '0' && text[0] <= '5' && text[1] == '\0')
         return text[0] - '0';
     return -1;
+}
+
+const char *sd_log_level_name(int level)
+{
+    return g_tags[level < 0 || level > 5 ? 0 : level];
 }
 
 static void read_env(void)
@@ -41,25 +49,99 @@ int sd_log_level(void)
     return g_level;
 }
 
-void sd_log_write(int level, const char *component, const char *fmt, ...)
+uint64_t sd_mono_ns(void)
 {
-    static const char *const tags[] = {"", "ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
-    char line[1024];
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int n = snprintf(line, sizeof line, "softdat[%d/%ld] %ld.%06ld %s %s: ", (int)getpid(),
-                     (long)syscall(SYS_gettid), (long)ts.tv_sec, ts.tv_nsec / 1000L,
-                     tags[level < 0 || level > 5 ? 0 : level], component ? component : "-");
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t g_epoch;
+static pthread_once_t g_epoch_once = PTHREAD_ONCE_INIT;
+static void set_epoch(void)
+{
+    g_epoch = sd_mono_ns();
+}
+
+uint64_t sd_log_epoch_ns(void)
+{
+    pthread_once(&g_epoch_once, set_epoch);
+    return g_epoch;
+}
+
+/* Sinks: a fixed table read without a lock on every message. A slot is
+ * published by storing fn last (release) and read fn first (acquire); a
+ * removed sink may still see a message already on its way, so the trace
+ * removes its sink only at exit. */
+static struct {
+    _Atomic(sd_log_sink_fn) fn;
+    void *_Atomic arg;
+} g_sinks[SD_LOG_MAX_SINKS];
+static pthread_mutex_t g_sink_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int g_stderr_on = 1;
+
+int sd_log_add_sink(sd_log_sink_fn fn, void *arg)
+{
+    int rc = -1;
+    pthread_mutex_lock(&g_sink_mu);
+    for (int i = 0; i < SD_LOG_MAX_SINKS && rc != 0; i++) {
+        if (atomic_load(&g_sinks[i].fn) == NULL) {
+            atomic_store(&g_sinks[i].arg, arg);
+            atomic_store_explicit(&g_sinks[i].fn, fn, memory_order_release);
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&g_sink_mu);
+    return rc;
+}
+
+void sd_log_remove_sink(sd_log_sink_fn fn, void *arg)
+{
+    pthread_mutex_lock(&g_sink_mu);
+    for (int i = 0; i < SD_LOG_MAX_SINKS; i++)
+        if (atomic_load(&g_sinks[i].fn) == fn && atomic_load(&g_sinks[i].arg) == arg)
+            atomic_store(&g_sinks[i].fn, NULL);
+    pthread_mutex_unlock(&g_sink_mu);
+}
+
+void sd_log_set_stderr(int on)
+{
+    atomic_store(&g_stderr_on, on != 0);
+}
+
+void sd_log_write(int level, const char *component, const char *func, const char *scope, const char *fmt, ...)
+{
+    char text[900];
     va_list ap;
     va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < sizeof line)
-        vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    /* One fputs per line so lines from several threads never interleave. */
-    size_t len = strlen(line);
-    if (len + 1 < sizeof line) {
-        line[len] = '\n';
-        line[len + 1] = '\0';
+
+    uint64_t epoch = sd_log_epoch_ns();
+    uint64_t now = sd_mono_ns();
+    struct sd_log_msg m = {.level = level,
+                           .mono_ns = now,
+                           .component = component ? component : "-",
+                           .func = func ? func : "",
+                           .scope = scope ? scope : "",
+                           .text = text};
+    if (atomic_load(&g_stderr_on)) {
+        uint64_t rel = now >= epoch ? now - epoch : 0;
+        char line[1200];
+        int n = snprintf(line, sizeof line, "softdat[%d/%ld] +%llu.%06llu %s %s %s%s%s%s: %s\n", (int)getpid(),
+                         (long)syscall(SYS_gettid), (unsigned long long)(rel / 1000000000u),
+                         (unsigned long long)(rel % 1000000000u / 1000u), sd_log_level_name(level), m.component,
+                         m.func, *m.scope ? " [" : "", m.scope, *m.scope ? "]" : "", text);
+        if (n >= (int)sizeof line) { /* keep the newline on a cut line */
+            line[sizeof line - 2] = '\n';
+            line[sizeof line - 1] = '\0';
+        }
+        /* One fputs per line so lines from several threads never interleave. */
+        fputs(line, stderr);
     }
-    fputs(line, stderr);
+    for (int i = 0; i < SD_LOG_MAX_SINKS; i++) {
+        sd_log_sink_fn fn = atomic_load_explicit(&g_sinks[i].fn, memory_order_acquire);
+        if (fn != NULL)
+            fn(atomic_load(&g_sinks[i].arg), &m);
+    }
 }

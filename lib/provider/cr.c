@@ -195,9 +195,9 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
     struct sd_handle *old_rsp = ep->rsp;
     struct emu_conn_params prm;
     if (rc == DAT_SUCCESS) {
-        ep->state = DAT_EP_STATE_COMPLETION_PENDING;
+        ep->conn_id = sd_ep_next_conn_id(); /* first: the state record names it */
+        sd_ep_set_state(ep, DAT_EP_STATE_COMPLETION_PENDING);
         ep->conn = conn;
-        ep->conn_id = sd_ep_next_conn_id();
         memcpy(&ep->remote_addr, &cr->remote, sizeof ep->remote_addr);
         ep->remote_port = cr->remote_port;
         ep->remote_set = true;
@@ -218,7 +218,7 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
         int r = emu_conn_accept(conn, &prm, pdata, (uint16_t)pdata_size, &sd_ep_conn_ops, ep);
         if (r != 0) {
             pthread_mutex_lock(&ep->lock);
-            ep->state = s;
+            sd_ep_set_state(ep, s);
             ep->conn = NULL;
             ep->remote_set = false;
             ep->provider_ep = old_prov;

@@ -346,7 +346,7 @@ static DAT_RETURN create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *
     }
     if (state == DAT_EP_STATE_UNCONNECTED && !sd_ep_configured_locked(ep))
         state = DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
-    ep->state = state;
+    sd_ep_set_state(ep, state);
     /* The QP needs the PZ: an EP without one gets it when modify supplies
      * the PZ (ep->qp stays NULL until then). */
     if (ep->pz != NULL) {
@@ -773,7 +773,7 @@ static DAT_RETURN modify_apply(struct sd_ep *ep, DAT_EP_PARAM_MASK mask, const D
         ep->comm_set = true;
     }
     if (state_unconfigured(st) && sd_ep_configured_locked(ep))
-        ep->state = configured_state(st);
+        sd_ep_set_state(ep, configured_state(st));
     *rebuild = ep->pz != NULL && (ep->qp == NULL || ep->pz != old_pz || (mask & MODIFY_QP_SIZING));
     return DAT_SUCCESS;
 }
@@ -918,8 +918,8 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
         if (ep->qp != NULL)
             rc = sd_ep_dto_reset(ep);
         pthread_mutex_lock(&ep->lock);
-        ep->state = sd_ep_configured_locked(ep) ? DAT_EP_STATE_UNCONNECTED
-                                                : DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
+        sd_ep_set_state(ep, sd_ep_configured_locked(ep) ? DAT_EP_STATE_UNCONNECTED
+                                                : DAT_EP_STATE_UNCONFIGURED_UNCONNECTED);
         ep->remote_set = ep->local_set = false;
         memset(&ep->remote_addr, 0, sizeof ep->remote_addr);
         memset(&ep->local_addr, 0, sizeof ep->local_addr);

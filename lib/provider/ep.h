@@ -17,8 +17,12 @@
 
 #include "emu/conn.h"
 #include "emu/qp.h"
+#include <stdio.h>
+
+#include "emu/log.h"
 #include "lib/provider/counters.h"
 #include "lib/provider/handle.h"
+#include "lib/provider/trace_rec.h"
 
 struct sd_ia;
 struct sd_pz;
@@ -83,6 +87,31 @@ static inline DAT_RETURN sd_ep_get(DAT_EP_HANDLE raw, struct sd_ep **out)
     DAT_RETURN rc = sd_handle_get(raw, DAT_HANDLE_TYPE_EP, DAT_INVALID_HANDLE_EP, &h);
     *out = rc == DAT_SUCCESS ? (struct sd_ep *)h : NULL;
     return rc;
+}
+
+/* The log scope of an EP, "ep3 c2" (its id and current connection). */
+static inline const char *sd_ep_scope(const struct sd_ep *ep, char buf[48])
+{
+    if (ep->conn_id != 0)
+        snprintf(buf, 48, "ep%u c%llu", (unsigned)ep->h.id, (unsigned long long)ep->conn_id);
+    else
+        snprintf(buf, 48, "ep%u", (unsigned)ep->h.id);
+    return buf;
+}
+/* A log message about an EP (emu/log.h SD_OLOG with the EP's scope). */
+#define SD_EP_LOG(level, comp, ep, ...)                                                            \
+    do {                                                                                           \
+        char scope_[48];                                                                           \
+        SD_OLOG((level), (comp), sd_ep_scope((ep), scope_), __VA_ARGS__);                          \
+    } while (0)
+
+/* Every EP state change goes through here (caller holds ep->lock) so that
+ * the trace sees each one. */
+static inline void sd_ep_set_state(struct sd_ep *ep, DAT_EP_STATE s)
+{
+    if (SD_TRACE_ON() && ep->state != s)
+        sd_trace_ep_state(ep, ep->state, s);
+    ep->state = s;
 }
 
 /* ---- provided by ep_dto.c, used by ep.c / ep_cm.c ---- */

@@ -51,9 +51,9 @@ static atomic_uint_fast64_t g_conn_id = 1;
 void sd_ep_begin_active_locked(struct sd_ep *ep, const struct sockaddr_storage *peer, DAT_CONN_QUAL port,
                                DAT_TIMEOUT timeout, struct emu_conn_params *prm)
 {
-    ep->state = DAT_EP_STATE_ACTIVE_CONNECTION_PENDING;
+    ep->conn_id = sd_ep_next_conn_id(); /* first: the state record names it */
+    sd_ep_set_state(ep, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
     ep->aborting = false;
-    ep->conn_id = sd_ep_next_conn_id();
     memcpy(&ep->remote_addr, peer, sizeof *peer);
     ep->remote_port = port;
     ep->remote_set = true;
@@ -78,7 +78,7 @@ void sd_ep_connect_started(struct sd_ep *ep, struct sd_ia *ia, int r, struct emu
         SD_CNT_EP(ep, DCNT_EP_CONNECT, 1);
         SD_CNT_IA(ia, DCNT_IA_CM_REQ_TX);
     } else {
-        ep->state = DAT_EP_STATE_UNCONNECTED;
+        sd_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
         ep->remote_set = false;
         memset(&ep->remote_addr, 0, sizeof ep->remote_addr);
         ep->remote_port = 0;
@@ -116,7 +116,7 @@ static void post_conn_event(struct sd_ep *ep, struct sd_evd *evd, DAT_EVENT_NUMB
         ev.event_data.connect_event_data.private_data = ep->ev_pdata;
     }
     if (sd_evd_post(evd, &ev, SD_EVQ_CONN, 0) != DAT_SUCCESS)
-        SD_WARN("ep", "connection event 0x%x lost: connect EVD full", (unsigned)num);
+        SD_EP_LOG(SD_LOG_WARN, "ep", ep, "connection event 0x%x lost: connect EVD full", (unsigned)num);
 }
 
 static void store_pdata(struct sd_ep *ep, const void *pd, uint16_t len)
@@ -158,7 +158,7 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
     if (ep->qp != NULL) {
         int r = emu_qp_attach(ep->qp, c, id);
         if (r != 0) {
-            SD_WARN("ep", "qp attach failed (%d): breaking the connection", r);
+            SD_EP_LOG(SD_LOG_WARN, "ep", ep, "qp attach failed (%d): breaking the connection", r);
             emu_conn_fail(c, -r);
             return;
         }
@@ -167,7 +167,7 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
     pthread_mutex_lock(&ep->lock);
     report = !ep->aborting && ep->state != DAT_EP_STATE_DISCONNECTED;
     if (report)
-        ep->state = DAT_EP_STATE_CONNECTED;
+        sd_ep_set_state(ep, DAT_EP_STATE_CONNECTED);
     pthread_mutex_unlock(&ep->lock);
     if (report)
         post_conn_event(ep, evd, DAT_CONNECTION_EVENT_ESTABLISHED, true);
@@ -191,7 +191,7 @@ static void on_terminal(struct sd_ep *ep, const struct emu_conn_event *ev)
 {
     DAT_EVENT_NUMBER num = map_terminal(ev->type);
     pthread_mutex_lock(&ep->lock);
-    ep->state = DAT_EP_STATE_DISCONNECTED;
+    sd_ep_set_state(ep, DAT_EP_STATE_DISCONNECTED);
     ep->aborting = false;
     bool pd = ev->type == EMU_CONN_PEER_REJECTED;
     if (pd)
@@ -199,8 +199,8 @@ static void on_terminal(struct sd_ep *ep, const struct emu_conn_event *ev)
     struct sd_evd *evd = ep->connect_evd;
     bool srq = ep->srq != NULL;
     pthread_mutex_unlock(&ep->lock);
-    SD_DBG("ep", "connection %s (err %d) -> event 0x%x", emu_conn_event_name(ev->type), ev->err,
-           (unsigned)num);
+    SD_EP_LOG(SD_LOG_DEBUG, "ep", ep, "connection %s (err %d) -> event 0x%x", emu_conn_event_name(ev->type), ev->err,
+              (unsigned)num);
     /* Outstanding DTOs complete FLUSHED before the consumer learns the
      * connection is over (marker technique, spec L5370). */
     sd_progress_remove(ep); /* no consumer thread in its QP from here */
@@ -470,7 +470,7 @@ static DAT_RETURN sd_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flag
     case DAT_EP_STATE_CONNECTED:
     case DAT_EP_STATE_CONNECTED_SINGLE_PATH:
     case DAT_EP_STATE_CONNECTED_MULTI_PATH:
-        ep->state = DAT_EP_STATE_DISCONNECT_PENDING;
+        sd_ep_set_state(ep, DAT_EP_STATE_DISCONNECT_PENDING);
         act = CLOSE;
         break;
     case DAT_EP_STATE_DISCONNECT_PENDING:

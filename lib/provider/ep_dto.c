@@ -90,7 +90,7 @@ static void break_conn(struct sd_ep *ep, int err, const char *why)
 {
     pthread_mutex_lock(&ep->lock);
     if (ep->conn != NULL && sd_handle_alive(&ep->h)) {
-        SD_WARN("dto", "ep %p: %s; breaking the connection", (void *)ep, why);
+        SD_EP_LOG(SD_LOG_WARN, "dto", ep, "%s; breaking the connection", why);
         emu_conn_fail(ep->conn, err); /* asynchronous: BROKEN comes later */
     }
     pthread_mutex_unlock(&ep->lock);
@@ -123,7 +123,7 @@ static void request_break(struct sd_ep *ep, bool overflow)
     sd_handle_ref(&ep->h);
     if (ia->engine == NULL ||
         emu_engine_run_async(ia->engine, overflow ? break_job_overflow : break_job_error, ep) != 0) {
-        SD_ERR("dto", "ep %p: cannot schedule the break of its connection", (void *)ep);
+        SD_EP_LOG(SD_LOG_ERROR, "dto", ep, "cannot schedule the break of its connection");
         sd_handle_put(&ep->h);
     }
 }
@@ -171,12 +171,12 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
         memset(&s, 0, sizeof s);
         s.kind = SD_DTO_RECV;
         if (!sd_srq_take(srq, cqe->cookie, &s.cookie, &s.len)) {
-            SD_ERR("dto", "ep %p: completion for unknown SRQ cookie %llu", (void *)ep,
+            SD_EP_LOG(SD_LOG_ERROR, "dto", ep, "completion for unknown SRQ cookie %llu",
                    (unsigned long long)cqe->cookie);
             return;
         }
     } else if (cqe->cookie > UINT32_MAX || !sd_dto_ring_peek(r, idx, &s)) {
-        SD_ERR("dto", "ep %p: completion for unknown %s cookie %llu", (void *)ep, recv ? "recv" : "request",
+        SD_EP_LOG(SD_LOG_ERROR, "dto", ep, "completion for unknown %s cookie %llu", recv ? "recv" : "request",
                (unsigned long long)cqe->cookie);
         return;
     }
@@ -385,14 +385,14 @@ DAT_RETURN sd_ep_dto_init(struct sd_ep *ep)
         .ops = &dto_qp_ops,
         .ctx = ep,
     };
-    SD_DBG("dto", "ep %p: qp sq %u rq %u sge %u msg %llu rdma %llu ird %u ord %u flags req 0x%x recv 0x%x",
-           (void *)ep, nsq, nrq, qa.max_sge, (unsigned long long)qa.max_message_size,
-           (unsigned long long)qa.max_rdma_size, qa.ird, qa.ord, a->request_completion_flags,
-           a->recv_completion_flags);
+    SD_EP_LOG(SD_LOG_DEBUG, "dto", ep,
+              "qp sq %u rq %u sge %u msg %llu rdma %llu ird %u ord %u flags req 0x%x recv 0x%x", nsq, nrq,
+              qa.max_sge, (unsigned long long)qa.max_message_size, (unsigned long long)qa.max_rdma_size, qa.ird,
+              qa.ord, a->request_completion_flags, a->recv_completion_flags);
     ep->dto = d;
     int rc = emu_qp_create(&qa, &ep->qp);
     if (rc != 0) {
-        SD_WARN("dto", "ep %p: emu_qp_create: %s", (void *)ep, strerror(-rc));
+        SD_EP_LOG(SD_LOG_WARN, "dto", ep, "emu_qp_create: %s", strerror(-rc));
         ep->qp = NULL;
         ep->dto = NULL;
         sd_dto_ring_fini(&d->sq);
@@ -452,7 +452,7 @@ DAT_RETURN sd_ep_dto_reset(struct sd_ep *ep)
     sd_ep_dto_flush(ep);
     int rc = emu_qp_reset(ep->qp);
     if (rc != 0) {
-        SD_WARN("dto", "ep %p: emu_qp_reset: %s", (void *)ep, strerror(-rc));
+        SD_EP_LOG(SD_LOG_WARN, "dto", ep, "emu_qp_reset: %s", strerror(-rc));
         return SD_RET(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED);
     }
     /* Every completion was delivered (or is gone with the reset, L7040):
@@ -474,7 +474,7 @@ static DAT_RETURN post_sq(struct sd_ep *ep, const struct ep_snap *sn, struct emu
     struct sd_dto_ring *r = &ep->dto->sq;
     uint32_t idx = sd_dto_ring_get(r, kind, flags, cookie, len);
     if (idx == SD_DTO_NONE) {
-        SD_DBG("dto", "ep %p: request queue full (%u outstanding, %u held by suppressed successes)", (void *)ep,
+        SD_EP_LOG(SD_LOG_DEBUG, "dto", ep, "request queue full (%u outstanding, %u held by suppressed successes)",
                sd_dto_ring_outstanding(r), sd_dto_ring_held(r));
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
     }
@@ -503,7 +503,7 @@ static DAT_RETURN post_sq(struct sd_ep *ep, const struct ep_snap *sn, struct emu
         return DAT_SUCCESS;
     }
     sd_dto_ring_cancel(r, idx);
-    SD_DBG("dto", "ep %p: emu_qp_post_send: %s", (void *)ep, strerror(-rc));
+    SD_EP_LOG(SD_LOG_DEBUG, "dto", ep, "emu_qp_post_send: %s", strerror(-rc));
     if (rc == -ENOSPC)
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
     if (rc == -EOPNOTSUPP)

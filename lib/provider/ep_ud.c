@@ -613,7 +613,7 @@ static void post_ud_conn_event(struct sd_ep *ep, struct sd_ud_cm *cm, DAT_EVENT_
     pthread_mutex_lock(&ep->lock);
     struct sd_evd *evd = ep->connect_evd;
     if (num == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED && ep->state == DAT_EP_STATE_UNCONNECTED)
-        ep->state = DAT_EP_STATE_CONNECTED;
+        sd_ep_set_state(ep, DAT_EP_STATE_CONNECTED);
     pthread_mutex_unlock(&ep->lock);
     if (evd == NULL || atomic_load(&ep->ud->dying))
         return;
@@ -925,7 +925,7 @@ DAT_RETURN sd_ud_disconnect(struct sd_ep *ep, DAT_CLOSE_FLAGS flags)
     DAT_EP_STATE s = ep->state;
     bool post = s == DAT_EP_STATE_CONNECTED;
     if (post)
-        ep->state = DAT_EP_STATE_DISCONNECTED;
+        sd_ep_set_state(ep, DAT_EP_STATE_DISCONNECTED);
     struct sd_evd *evd = ep->connect_evd;
     pthread_mutex_unlock(&ep->lock);
     DAT_RETURN rc = DAT_SUCCESS;

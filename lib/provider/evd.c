@@ -5,6 +5,7 @@
 
 #include "emu/fault.h"
 #include "lib/provider/evd.h"
+#include "lib/provider/trace_rec.h"
 
 #include "emu/log.h"
 #include "lib/provider/cno.h"
@@ -23,7 +24,10 @@ DAT_RETURN sd_evd_post(struct sd_evd *evd, const DAT_EVENT *ev, enum sd_evq_kind
         SD_CNT_EVD(evd, DCNT_EVD_DTO_CALLBACK);
     else if (kind == SD_EVQ_CONN || kind == SD_EVQ_CR)
         SD_CNT_EVD(evd, DCNT_EVD_CONN_CALLBACK);
-    return sd_evq_post(&evd->q, ev, kind, flags);
+    DAT_RETURN rc = sd_evq_post(&evd->q, ev, kind, flags);
+    if (SD_TRACE_ON())
+        sd_trace_event(evd, ev, kind, rc);
+    return rc;
 }
 
 void sd_ia_post_async(struct sd_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle, DAT_COUNT reason)
@@ -47,7 +51,10 @@ void sd_ia_post_async(struct sd_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle,
     ev.event_data.asynch_error_event_data.dat_handle = handle;
     ev.event_data.asynch_error_event_data.reason = reason;
     /* A full async EVD keeps its last slot for its own overflow (evq). */
-    if (sd_evq_post(&evd->q, &ev, SD_EVQ_ASYNC, 0) != DAT_SUCCESS)
+    DAT_RETURN rc = sd_evq_post(&evd->q, &ev, SD_EVQ_ASYNC, 0);
+    if (SD_TRACE_ON())
+        sd_trace_event(evd, &ev, SD_EVQ_ASYNC, rc);
+    if (rc != DAT_SUCCESS)
         SD_DBG("evd", "async event 0x%x lost: async EVD full", (unsigned)num);
     sd_handle_put(&evd->h);
 }
@@ -346,7 +353,11 @@ static DAT_RETURN sd_evd_post_se(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *eve
     else if (event == NULL || event->event_number != DAT_SOFTWARE_EVENT)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     else /* full: DAT_QUEUE_FULL, no overflow condition (L3848-3850) */
+    {
         rc = sd_evq_post(&evd->q, event, SD_EVQ_SOFTWARE, 0);
+        if (SD_TRACE_ON())
+            sd_trace_event(evd, event, SD_EVQ_SOFTWARE, rc);
+    }
     sd_handle_put(&evd->h);
     return rc;
 }

@@ -218,6 +218,25 @@ void sd_handle_registry_shutdown(void)
 
 /* ------------------------------------------------------------ lifetime */
 
+/* One counter per DAT handle type (and one for the two private extension
+ * types and anything else): ids stay small and read as "the third EP". */
+#define ID_SLOTS 15
+static atomic_uint g_next_id[ID_SLOTS];
+
+static unsigned id_slot(uint32_t type)
+{
+    if (type < DAT_HANDLE_TYPE_EXTENSION_BASE)
+        return type;
+    return type == SD_HTYPE_SSP ? 12 : type == SD_HTYPE_IA_QUERY ? 13 : 14;
+}
+
+const char *sd_handle_type_prefix(uint32_t type)
+{
+    static const char *const names[ID_SLOTS] = {"cr",  "ep",  "evd", "ia",  "lmr", "psp", "pz",   "rmr",
+                                                "rsp", "cno", "srq", "csp", "ssp", "iaq", "obj"};
+    return names[id_slot(type)];
+}
+
 struct sd_handle *sd_handle_alloc(const struct sd_handle_ops *ops, struct sd_ia *ia)
 {
     /* SOFTDAT_FAULT create=: a consumer's object creation fails as for lack
@@ -235,6 +254,7 @@ struct sd_handle *sd_handle_alloc(const struct sd_handle_ops *ops, struct sd_ia 
     atomic_init(&h->refs, 1);
     atomic_init(&h->deps, 0);
     h->ia_link.prev = h->ia_link.next = &h->ia_link;
+    h->id = atomic_fetch_add(&g_next_id[id_slot(ops->type)], 1) + 1;
     return h;
 }
 
@@ -368,6 +388,38 @@ DAT_RETURN sd_handle_get(DAT_HANDLE raw, uint32_t type, uint32_t bad_subtype, st
     }
     pthread_rwlock_unlock(&s->lock);
     return rc;
+}
+
+bool sd_handle_peek(DAT_HANDLE raw, struct sd_handle_peek *out)
+{
+    uintptr_t p = (uintptr_t)raw;
+    if (p < SD_SMALL_HANDLE_LIMIT) {
+        DAT_IA_HANDLE mapped = NULL;
+        if (p == 0 || !dats_get_ia_handle || dats_get_ia_handle(raw, &mapped) != DAT_SUCCESS)
+            return false;
+        p = (uintptr_t)mapped;
+        if (p < SD_SMALL_HANDLE_LIMIT)
+            return false;
+    }
+    if (p % alignof(struct sd_handle) != 0)
+        return false;
+    struct shard *s = shard_of(p);
+    bool ok = false;
+    pthread_rwlock_rdlock(&s->lock);
+    if (shard_find(s, p)) {
+        /* Published: not yet unpublished (that needs this lock for
+         * writing), so neither it nor its IA has been released. */
+        const struct sd_handle *h = (const struct sd_handle *)p;
+        if (h->magic == SD_HANDLE_MAGIC_LIVE) {
+            out->type = h->type;
+            out->id = h->id;
+            out->ia_id = h->ia ? h->ia->h.id : 0;
+            out->ia_t0_ns = h->ia ? h->ia->t0_ns : 0;
+            ok = true;
+        }
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return ok;
 }
 
 /* Unpublish: out of the live set and off the IA's list, atomically with

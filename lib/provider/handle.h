@@ -40,6 +40,7 @@
 #define SOFTDAT_PROVIDER_HANDLE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,7 +104,25 @@ struct sd_handle {
     atomic_uint refs;
     atomic_uint deps;
     struct sd_link ia_link; /* on ia->children, under ia->lock */
+    /* Stable per-type number, 1, 2, ... in creation order within the
+     * process (the trace and log call this EP "ep3"); never reused. */
+    uint32_t id;
 };
+
+/* The trace/log name prefix of a handle type ("ep", "evd", ...). */
+const char *sd_handle_type_prefix(uint32_t type);
+
+/* What the trace needs to name an object, read without taking a
+ * reference (so it may run anywhere, even with a queue lock held, and
+ * never ends up dropping an object's last reference): the raw value is
+ * looked up like sd_handle_get and the fields copied under the lookup's
+ * lock. false when raw is not a live handle. */
+struct sd_handle_peek {
+    uint32_t type, id;
+    uint32_t ia_id;     /* the owning IA's id, and its open time */
+    uint64_t ia_t0_ns;
+};
+bool sd_handle_peek(DAT_HANDLE raw, struct sd_handle_peek *out);
 
 /* ---- creation */
 /* calloc(ops->size) with the header initialised (refs = 1, owner ia, the

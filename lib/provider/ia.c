@@ -157,6 +157,7 @@ DAT_RETURN sd_ia_open(struct sd_provider_rec *rec, const DAT_NAME_PTR name, DAT_
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
     ia->h.provider = &rec->table;
     ia->h.ia = ia;
+    ia->t0_ns = sd_mono_ns();
     ia->rec = rec;
     pthread_mutex_init(&ia->lock, NULL);
     ia->children.prev = ia->children.next = &ia->children;

@@ -50,6 +50,7 @@ struct sd_ia {
     struct emu_mem_table *mem;
 
     struct sd_cnt_ia cnt; /* dat_ib_query_counters (counters.h) */
+    uint64_t t0_ns;       /* CLOCK_MONOTONIC at open: the trace's t_ns origin */
 };
 
 /* Limit of live children of one type per IA (0 = unlimited) and the

@@ -14,6 +14,7 @@
 #include "lib/provider/ep.h"
 #include "lib/provider/handle.h"
 #include "lib/provider/srq.h"
+#include "lib/provider/trace_rec.h"
 
 #pragma weak dat_registry_add_provider
 #pragma weak dat_registry_remove_provider
@@ -26,11 +27,20 @@ SD_EXPORT const char dapl_extensions[] = "softdat";
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sd_provider_rec g_recs[SD_MAX_PROVIDER_RECORDS];
 
+static DAT_RETURN ia_open_traced(struct sd_provider_rec *rec, const DAT_NAME_PTR name, DAT_COUNT qlen,
+                                 DAT_EVD_HANDLE *evd, DAT_IA_HANDLE *ia)
+{
+    DAT_RETURN rc = sd_ia_open(rec, name, qlen, evd, ia);
+    if (SD_TRACE_ON())
+        sd_trace_ia_open(name, rc, rc == DAT_SUCCESS ? *ia : DAT_HANDLE_NULL);
+    return rc;
+}
+
 #define TRAMPOLINE(n)                                                                              \
     static DAT_RETURN ia_open_##n(const DAT_NAME_PTR name, DAT_COUNT qlen, DAT_EVD_HANDLE *evd,    \
                                   DAT_IA_HANDLE *ia)                                               \
     {                                                                                              \
-        return sd_ia_open(&g_recs[n], name, qlen, evd, ia);                                        \
+        return ia_open_traced(&g_recs[n], name, qlen, evd, ia);                                    \
     }
 TRAMPOLINE(0) TRAMPOLINE(1) TRAMPOLINE(2) TRAMPOLINE(3) TRAMPOLINE(4) TRAMPOLINE(5) TRAMPOLINE(6)
 TRAMPOLINE(7) TRAMPOLINE(8) TRAMPOLINE(9) TRAMPOLINE(10) TRAMPOLINE(11) TRAMPOLINE(12) TRAMPOLINE(13)
@@ -65,6 +75,10 @@ static void fill_table(struct sd_provider_rec *rec)
     p->device_name = rec->info.ia_name;
     p->extension = NULL;
     p->ia_open_func = g_ia_open[rec->slot];
+    /* SOFTDAT_TRACE: the table itself becomes the tracing one. Decided
+     * here, once, so an untraced process runs the plain table. */
+    if (sd_trace_init_from_env())
+        sd_trace_wrap_table(p);
 }
 
 struct sd_provider_rec *sd_provider_attach(const DAT_PROVIDER_INFO *info, const char *ia_params)

@@ -91,9 +91,9 @@ void sd_sp_ep_giveback(struct sd_ep *ep, bool prov, bool keep_reserved)
         /* An RSP's consumer EP returns to the consumer (L4740), or stays
          * reserved when its request never became a CR. */
         if (ep->state == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING)
-            ep->state = keep_reserved ? DAT_EP_STATE_RESERVED : DAT_EP_STATE_UNCONNECTED;
+            sd_ep_set_state(ep, keep_reserved ? DAT_EP_STATE_RESERVED : DAT_EP_STATE_UNCONNECTED);
         else if (ep->state == DAT_EP_STATE_UNCONFIGURED_PASSIVE)
-            ep->state = keep_reserved ? DAT_EP_STATE_UNCONFIGURED_RESERVED : DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
+            sd_ep_set_state(ep, keep_reserved ? DAT_EP_STATE_UNCONFIGURED_RESERVED : DAT_EP_STATE_UNCONFIGURED_UNCONNECTED);
         if (!keep_reserved)
             ep->rsp = NULL;
     }
@@ -132,9 +132,9 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
         pthread_mutex_lock(&ep->lock);
         bool ok = ep->rsp == &sp->h;
         if (ok && ep->state == DAT_EP_STATE_RESERVED)
-            ep->state = DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
+            sd_ep_set_state(ep, DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
         else if (ok && ep->state == DAT_EP_STATE_UNCONFIGURED_RESERVED)
-            ep->state = DAT_EP_STATE_UNCONFIGURED_PASSIVE;
+            sd_ep_set_state(ep, DAT_EP_STATE_UNCONFIGURED_PASSIVE);
         else
             ok = false;
         pthread_mutex_unlock(&ep->lock);
@@ -307,9 +307,9 @@ DAT_RETURN sd_sp_reserve_ep(struct sd_sp *sp, struct sd_ep *ep, bool prov)
     pthread_mutex_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
     if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONNECTED)
-        ep->state = DAT_EP_STATE_RESERVED;
+        sd_ep_set_state(ep, DAT_EP_STATE_RESERVED);
     else if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED)
-        ep->state = DAT_EP_STATE_UNCONFIGURED_RESERVED;
+        sd_ep_set_state(ep, DAT_EP_STATE_UNCONFIGURED_RESERVED);
     else
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));
     if (rc == DAT_SUCCESS)
@@ -443,9 +443,9 @@ void sd_sp_teardown(struct sd_handle *h)
                 ep->provider_ep = false;
                 destroy = true;
             } else if (ep->state == DAT_EP_STATE_RESERVED) {
-                ep->state = DAT_EP_STATE_UNCONNECTED;
+                sd_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
             } else if (ep->state == DAT_EP_STATE_UNCONFIGURED_RESERVED) {
-                ep->state = DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
+                sd_ep_set_state(ep, DAT_EP_STATE_UNCONFIGURED_UNCONNECTED);
             }
         }
         pthread_mutex_unlock(&ep->lock);

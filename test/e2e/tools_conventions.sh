@@ -13,6 +13,7 @@ SOFTDAT_TOP=${SOFTDAT_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${BUILD:-$SOFTDAT_TOP/build}
 PERF=$BUILD/bin/softdat-perf
 INFO=$BUILD/bin/softdat-info
+TRACE=$BUILD/bin/softdat-trace
 export DAT_OVERRIDE=$BUILD/dat.conf
 unset LD_LIBRARY_PATH SOFTDAT_CRC
 
@@ -21,7 +22,7 @@ ok() { echo "ok - $*"; }
 notok() { echo "not ok - $*"; fails=$((fails + 1)); }
 show() { sed 's/^/    /' "$@" | head -n 20; }
 
-for f in "$PERF" "$INFO" "$DAT_OVERRIDE"; do
+for f in "$PERF" "$INFO" "$TRACE" "$DAT_OVERRIDE"; do
     [ -e "$f" ] || { echo "not ok - $f missing (run make first)"; exit 1; }
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/softdat-tools.XXXXXX") || exit 1
@@ -37,7 +38,7 @@ trap cleanup EXIT
 
 # --- --version: one line, the VERSION file's text
 want=$(cat "$SOFTDAT_TOP/VERSION")
-for t in "$PERF" "$INFO"; do
+for t in "$PERF" "$INFO" "$TRACE"; do
     n=$(basename "$t")
     out=$(timeout 10 "$t" --version 2>&1); rc=$?
     [ $rc = 0 ] && [ "$out" = "$n (softdat) $want" ] && ok "$n --version: $out" ||
@@ -45,7 +46,7 @@ for t in "$PERF" "$INFO"; do
 done
 
 # --- a bad option: a short usage (at most 3 lines) on stderr, exit 2
-for t in "$PERF" "$INFO"; do
+for t in "$PERF" "$INFO" "$TRACE"; do
     n=$(basename "$t")
     timeout 10 "$t" --no-such-option >"$tmp/o" 2>"$tmp/e"; rc=$?
     lines=$(wc -l <"$tmp/e")
