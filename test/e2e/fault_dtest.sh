@@ -49,7 +49,7 @@ for reg in $(il_registries); do
     case_ "$reg" "register=nth:3" 'Error registering [a-z ]+: DAT_INSUFFICIENT_RESOURCES DAT_RESOURCE_MEMORY' ""
     case_ "$reg" "create=nth:2" 'Error creating Protection Zone: DAT_INSUFFICIENT_RESOURCES DAT_RESOURCE_MEMORY' "" ""
     case_ "$reg" "refuse=nth:1" 'DAT_CONNECTION_EVENT_NON_PEER_REJECTED' ""
-    case_ "$reg" "drop=nth:20" 'ERROR rdma_write: cookie= 0 exp 0x9 st 0x1' ""
-    case_ "$reg" "crc=nth:5" 'ERROR rdma_write: cookie= 0 exp 0x9 st 0x1' crc
+    case_ "$reg" "drop=nth:20" 'ERROR rdma_write: cookie= [0-9]+ exp 0x9 st 0x1' ""
+    case_ "$reg" "crc=nth:5" 'ERROR rdma_write: cookie= [0-9]+ exp 0x9 st 0x1' crc
 done
 il_finish
