@@ -30,31 +30,12 @@
 
 #include <dat2/udat.h>
 
-static const char *side = "?";
+#include "test/lib/peer.h"
 
-#define MUST(call)                                                                                 \
-    do {                                                                                           \
-        DAT_RETURN r_ = (call);                                                                    \
-        if (r_ != DAT_SUCCESS) {                                                                   \
-            printf("FAIL %s line %d: %s = 0x%08x\n", side, __LINE__, #call, (unsigned)r_);          \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+
 
 enum { MSG = 64, BIG = 4096, SLOT = 4096, NREC = 2, PINGS = 1000 };
 #define TMO (60u * 1000000u)
-
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (d == NULL)
-        return -1;
-    int n = 0;
-    while (readdir(d) != NULL)
-        n++;
-    closedir(d);
-    return n - 3;
-}
 
 static long rss_kib(void)
 {
@@ -95,25 +76,18 @@ static DAT_LMR_TRIPLET tri(struct ctx *c, size_t off, DAT_SEG_LENGTH len)
     return t;
 }
 
-static DAT_DTO_COOKIE ck(uint64_t v)
-{
-    DAT_DTO_COOKIE k;
-    k.as_64 = v;
-    return k;
-}
-
 static void open_ia(struct ctx *c, char *ia, int n, int nconn)
 {
     memset(c, 0, sizeof *c);
     c->async = DAT_HANDLE_NULL;
-    MUST(dat_ia_open(ia, 64, &c->async, &c->ia));
-    MUST(dat_pz_create(c->ia, &c->pz));
-    MUST(dat_evd_create(c->ia, 1024, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->req));
-    MUST(dat_evd_create(c->ia, 1024, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->rcv));
+    PEER_MUST(dat_ia_open(ia, 64, &c->async, &c->ia));
+    PEER_MUST(dat_pz_create(c->ia, &c->pz));
+    PEER_MUST(dat_evd_create(c->ia, 1024, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->req));
+    PEER_MUST(dat_evd_create(c->ia, 1024, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->rcv));
     /* every EP's connection events may queue at once (an overflowed
      * connection EVD loses them, as the spec allows) */
-    MUST(dat_evd_create(c->ia, nconn + 1024, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &c->conn));
-    MUST(dat_evd_create(c->ia, 1024, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &c->cr));
+    PEER_MUST(dat_evd_create(c->ia, nconn + 1024, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &c->conn));
+    PEER_MUST(dat_evd_create(c->ia, 1024, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &c->cr));
     /* receive slots: NREC per EP on the server; the client uses slot 0 */
     c->buflen = (size_t)SLOT * NREC * (size_t)(n + 1); /* a multiple of 4096 (aligned_alloc) */
     c->buf = aligned_alloc(4096, c->buflen);
@@ -125,7 +99,7 @@ static void open_ia(struct ctx *c, char *ia, int n, int nconn)
     DAT_RMR_CONTEXT rc;
     DAT_VLEN sz;
     DAT_VADDR va;
-    MUST(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, rd, c->buflen, c->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+    PEER_MUST(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, rd, c->buflen, c->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
                         &c->lmr, &c->lc, &rc, &sz, &va));
     c->ep = calloc((size_t)n + 1, sizeof *c->ep);
 }
@@ -133,13 +107,13 @@ static void open_ia(struct ctx *c, char *ia, int n, int nconn)
 static void close_ia(struct ctx *c)
 {
     if (c->psp)
-        MUST(dat_psp_free(c->psp));
-    MUST(dat_lmr_free(c->lmr));
+        PEER_MUST(dat_psp_free(c->psp));
+    PEER_MUST(dat_lmr_free(c->lmr));
     DAT_EVD_HANDLE evds[] = {c->req, c->rcv, c->conn, c->cr};
     for (size_t i = 0; i < 4; i++)
-        MUST(dat_evd_free(evds[i]));
-    MUST(dat_pz_free(c->pz));
-    MUST(dat_ia_close(c->ia, DAT_CLOSE_GRACEFUL_FLAG));
+        PEER_MUST(dat_evd_free(evds[i]));
+    PEER_MUST(dat_pz_free(c->pz));
+    PEER_MUST(dat_ia_close(c->ia, DAT_CLOSE_GRACEFUL_FLAG));
     free(c->buf);
     free(c->ep);
 }
@@ -163,28 +137,16 @@ static DAT_EP_HANDLE new_ep(struct ctx *c)
     a.max_rdma_read_iov = 1;
     a.max_rdma_write_iov = 1;
     DAT_EP_HANDLE ep;
-    MUST(dat_ep_create(c->ia, c->pz, c->rcv, c->req, c->conn, &a, &ep));
+    PEER_MUST(dat_ep_create(c->ia, c->pz, c->rcv, c->req, c->conn, &a, &ep));
     return ep;
-}
-
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, const char *what)
-{
-    DAT_EVENT ev;
-    DAT_COUNT n;
-    DAT_RETURN rc = dat_evd_wait(evd, TMO, 1, &ev, &n);
-    if (rc != DAT_SUCCESS) {
-        printf("FAIL %s: waiting for %s: 0x%08x\n", side, what, (unsigned)rc);
-        exit(1);
-    }
-    return ev;
 }
 
 static DAT_DTO_COMPLETION_EVENT_DATA wait_ok(DAT_EVD_HANDLE evd, const char *what)
 {
-    DAT_EVENT ev = wait_ev(evd, what);
+    DAT_EVENT ev = peer_wait(evd, what);
     DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
     if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d.status != DAT_DTO_SUCCESS) {
-        printf("FAIL %s: %s: event 0x%x status %d\n", side, what, ev.event_number, (int)d.status);
+        printf("FAIL %s: %s: event 0x%x status %d\n", peer_role, what, ev.event_number, (int)d.status);
         exit(1);
     }
     return d;
@@ -199,9 +161,9 @@ static void echo(struct ctx *c, const DAT_EVENT *ev)
         return; /* flushed on disconnect */
     uint64_t slot = d.user_cookie.as_64;
     DAT_LMR_TRIPLET t = tri(c, slot * SLOT, d.transfered_length);
-    MUST(dat_ep_post_send(d.ep_handle, 1, &t, ck(slot), DAT_COMPLETION_DEFAULT_FLAG));
+    PEER_MUST(dat_ep_post_send(d.ep_handle, 1, &t, peer_cookie(slot), DAT_COMPLETION_DEFAULT_FLAG));
     DAT_LMR_TRIPLET r = tri(c, slot * SLOT, SLOT);
-    MUST(dat_ep_post_recv(d.ep_handle, 1, &r, ck(slot), DAT_COMPLETION_DEFAULT_FLAG));
+    PEER_MUST(dat_ep_post_recv(d.ep_handle, 1, &r, peer_cookie(slot), DAT_COMPLETION_DEFAULT_FLAG));
 }
 
 /* Accepts `expect` connections in all (at most n live at once: slots are
@@ -211,7 +173,7 @@ static int server(char *ia, unsigned port, int n, int expect)
 {
     struct ctx c;
     open_ia(&c, ia, n + 1, n);
-    MUST(dat_psp_create(c.ia, port, c.cr, DAT_PSP_CONSUMER_FLAG, &c.psp));
+    PEER_MUST(dat_psp_create(c.ia, port, c.cr, DAT_PSP_CONSUMER_FLAG, &c.psp));
     printf("listening\n");
     fflush(stdout);
     int live = 0, accepted = 0, ended = 0;
@@ -229,9 +191,9 @@ static int server(char *ia, unsigned port, int n, int expect)
             c.ep[i] = new_ep(&c);
             for (int r = 0; r < NREC; r++) {
                 DAT_LMR_TRIPLET t = tri(&c, ((size_t)i * NREC + r) * SLOT, SLOT);
-                MUST(dat_ep_post_recv(c.ep[i], 1, &t, ck((uint64_t)i * NREC + r), DAT_COMPLETION_DEFAULT_FLAG));
+                PEER_MUST(dat_ep_post_recv(c.ep[i], 1, &t, peer_cookie((uint64_t)i * NREC + r), DAT_COMPLETION_DEFAULT_FLAG));
             }
-            MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, c.ep[i], 0, NULL));
+            PEER_MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, c.ep[i], 0, NULL));
         }
         while (dat_evd_dequeue(c.conn, &ev) == DAT_SUCCESS) {
             busy = true;
@@ -244,7 +206,7 @@ static int server(char *ia, unsigned port, int n, int expect)
             ended++;
             for (int i = 0; i <= n; i++)
                 if (c.ep[i] == ep) {
-                    MUST(dat_ep_free(ep));
+                    PEER_MUST(dat_ep_free(ep));
                     c.ep[i] = NULL;
                     break;
                 }
@@ -269,7 +231,7 @@ static struct sockaddr_in g_peer;
 
 static void connect_ep(struct ctx *c, DAT_EP_HANDLE ep, unsigned port)
 {
-    MUST(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&g_peer, port, TMO, 0, NULL, DAT_QOS_BEST_EFFORT,
+    PEER_MUST(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&g_peer, port, TMO, 0, NULL, DAT_QOS_BEST_EFFORT,
                         DAT_CONNECT_DEFAULT_FLAG));
 }
 
@@ -278,10 +240,10 @@ static double pingpong(struct ctx *c, DAT_EP_HANDLE ep, size_t len, int iters)
     static double lat[PINGS];
     for (int i = 0; i < iters; i++) {
         DAT_LMR_TRIPLET r = tri(c, 0, SLOT);
-        MUST(dat_ep_post_recv(ep, 1, &r, ck(1), DAT_COMPLETION_DEFAULT_FLAG));
+        PEER_MUST(dat_ep_post_recv(ep, 1, &r, peer_cookie(1), DAT_COMPLETION_DEFAULT_FLAG));
         double t0 = now_us();
         DAT_LMR_TRIPLET t = tri(c, SLOT, len);
-        MUST(dat_ep_post_send(ep, 1, &t, ck(2), DAT_COMPLETION_DEFAULT_FLAG));
+        PEER_MUST(dat_ep_post_send(ep, 1, &t, peer_cookie(2), DAT_COMPLETION_DEFAULT_FLAG));
         DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(c->rcv, "the echo");
         if (d.transfered_length != len)
             printf("FAIL client: echo of %zu bytes came back %u\n", len, (unsigned)d.transfered_length);
@@ -308,13 +270,13 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
         printf("FAIL client: bad address %s\n", host);
         return 1;
     }
-    int fds0 = count_fds();
+    int fds0 = peer_count_fds();
     long rss0 = rss_kib();
     struct ctx c;
     open_ia(&c, ia, 1, n);
     free(c.ep);
     c.ep = calloc((size_t)n, sizeof *c.ep);
-    int fds_open = count_fds();
+    int fds_open = peer_count_fds();
     long rss_open = rss_kib();
     static const int marks[] = {1, 100, 1000, 10000};
     int next_mark = 0, rc = 0;
@@ -327,7 +289,7 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
             connect_ep(&c, c.ep[i + k], port);
         }
         for (int k = 0; k < w; k++) {
-            DAT_EVENT ev = wait_ev(c.conn, "ESTABLISHED");
+            DAT_EVENT ev = peer_wait(c.conn, "ESTABLISHED");
             if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
                 printf("FAIL client: connection %d: event 0x%x\n", i + k, ev.event_number);
                 return 1;
@@ -343,32 +305,32 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
             double lat = pingpong(&c, c.ep[at - 1], MSG, PINGS);
             long rss = rss_kib();
             printf("at %d eps: lat_us=%.2f rss_kib_per_ep=%.1f fds=%d connect_s=%.1f\n", at, lat,
-                   (double)(rss - rss_open) / at, count_fds() - fds_open, (now_us() - t_start) / 1e6);
+                   (double)(rss - rss_open) / at, peer_count_fds() - fds_open, (now_us() - t_start) / 1e6);
             fflush(stdout);
         }
     }
     if (next_mark < 4 && marks[next_mark] > n) {
         double lat = pingpong(&c, c.ep[n - 1], MSG, PINGS);
         printf("at %d eps: lat_us=%.2f rss_kib_per_ep=%.1f fds=%d\n", n, lat,
-               (double)(rss_kib() - rss_open) / n, count_fds() - fds_open);
+               (double)(rss_kib() - rss_open) / n, peer_count_fds() - fds_open);
     }
     for (int i = 0; i < n; i++)
-        MUST(dat_ep_disconnect(c.ep[i], DAT_CLOSE_ABRUPT_FLAG));
+        PEER_MUST(dat_ep_disconnect(c.ep[i], DAT_CLOSE_ABRUPT_FLAG));
     for (int i = 0; i < n; i++) {
-        DAT_EVENT ev = wait_ev(c.conn, "DISCONNECTED");
+        DAT_EVENT ev = peer_wait(c.conn, "DISCONNECTED");
         if (ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED) {
             printf("FAIL client: disconnect: event 0x%x\n", ev.event_number);
             rc = 1;
         }
     }
     for (int i = 0; i < n; i++)
-        MUST(dat_ep_free(c.ep[i]));
+        PEER_MUST(dat_ep_free(c.ep[i]));
     /* An abrupt disconnect closes its socket once the peer's FIN is in (or
      * after a linger): give the engine a moment, bounded. */
-    int fds_after = count_fds();
+    int fds_after = peer_count_fds();
     for (int k = 0; k < 100 && fds_after != fds_open; k++) {
         usleep(50000);
-        fds_after = count_fds();
+        fds_after = peer_count_fds();
     }
     if (fds_after != fds_open) {
         printf("FAIL client: %d descriptors after freeing %d EPs, %d before\n", fds_after, n, fds_open);
@@ -381,7 +343,7 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
         for (int k = 0; k < cycles; k++) {
             DAT_EP_HANDLE ep = new_ep(&c);
             connect_ep(&c, ep, port);
-            DAT_EVENT ev = wait_ev(c.conn, "ESTABLISHED");
+            DAT_EVENT ev = peer_wait(c.conn, "ESTABLISHED");
             if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
                 printf("FAIL client: cycle %d: event 0x%x\n", k, ev.event_number);
                 return 1;
@@ -393,19 +355,19 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
                     printf("FAIL client: cycle %d: echo byte %d\n", k, b);
                     return 1;
                 }
-            MUST(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG));
-            ev = wait_ev(c.conn, "DISCONNECTED");
-            MUST(dat_ep_free(ep));
+            PEER_MUST(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG));
+            ev = peer_wait(c.conn, "DISCONNECTED");
+            PEER_MUST(dat_ep_free(ep));
             if (k == 9) { /* after warm-up: allocator arenas settled */
                 rss_c0 = rss_kib();
-                fds_c0 = count_fds();
+                fds_c0 = peer_count_fds();
             }
         }
         long rss_c1 = rss_kib();
-        int fds_c1 = count_fds();
+        int fds_c1 = peer_count_fds();
         for (int k = 0; k < 100 && fds_c1 != fds_c0; k++) {
             usleep(50000);
-            fds_c1 = count_fds();
+            fds_c1 = peer_count_fds();
         }
         printf("cycles %d: fds %d/%d rss_kib %ld/%ld\n", cycles, fds_c0, fds_c1, rss_c0, rss_c1);
         if (fds_c1 != fds_c0) {
@@ -418,7 +380,7 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
         }
     }
     close_ia(&c);
-    int fds1 = count_fds();
+    int fds1 = peer_count_fds();
     printf("fds=%d/%d rss_kib=%ld/%ld\n", fds0, fds1, rss0, rss_kib());
     if (fds1 != fds0) {
         printf("FAIL client: %d descriptors after dat_ia_close, %d before dat_ia_open\n", fds1, fds0);
@@ -441,7 +403,7 @@ int main(int argc, char **argv)
         rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-    side = argv[1];
+    peer_role = argv[1];
     if (strcmp(argv[1], "server") == 0)
         return server(argv[2], (unsigned)atoi(argv[3]), atoi(argv[4]), atoi(argv[4]) + (argc > 5 ? atoi(argv[5]) : 0));
     return client(argv[2], argv[3], (unsigned)atoi(argv[4]), atoi(argv[5]), argc > 6 ? atoi(argv[6]) : 0);

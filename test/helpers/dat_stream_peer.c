@@ -35,25 +35,9 @@
 
 #include <dat2/udat.h>
 
-static const char *side = "?";
-static int failures;
+#include "test/lib/peer.h"
 
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        failures++;                                                                                \
-        printf("FAIL %s: ", side);                                                                 \
-        printf(__VA_ARGS__);                                                                       \
-        printf("\n");                                                                              \
-        fflush(stdout);                                                                            \
-    } while (0)
-#define MUST(call)                                                                                 \
-    do {                                                                                           \
-        DAT_RETURN r_ = (call);                                                                    \
-        if (r_ != DAT_SUCCESS) {                                                                   \
-            printf("FAIL %s line %d: %s = 0x%08x\n", side, __LINE__, #call, (unsigned)r_);          \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+
 
 enum {
     ROUNDS = 24,
@@ -81,18 +65,6 @@ struct peer {
     DAT_RMR_TRIPLET remote; /* the peer's area */
 };
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (d == NULL)
-        return -1;
-    int n = 0;
-    while (readdir(d) != NULL)
-        n++;
-    closedir(d);
-    return n - 3; /* ".", ".." and the directory's own descriptor */
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -107,19 +79,6 @@ static uint8_t pat(uint32_t round, uint32_t kind, size_t i)
     return (uint8_t)((i * 131u) ^ (round * 7u) ^ (kind * 0x5Bu) ^ (i >> 9));
 }
 
-static DAT_LMR_TRIPLET tri(DAT_LMR_CONTEXT lc, const void *a, DAT_SEG_LENGTH len)
-{
-    DAT_LMR_TRIPLET t = {.lmr_context = lc, .virtual_address = (DAT_VADDR)(uintptr_t)a, .segment_length = len};
-    return t;
-}
-
-static DAT_DTO_COOKIE ck(uint64_t v)
-{
-    DAT_DTO_COOKIE c;
-    c.as_64 = v;
-    return c;
-}
-
 static void reg(struct peer *p, void *buf, DAT_VLEN len, DAT_LMR_HANDLE *h, DAT_LMR_CONTEXT *lc,
                 DAT_RMR_CONTEXT *rc)
 {
@@ -127,26 +86,26 @@ static void reg(struct peer *p, void *buf, DAT_VLEN len, DAT_LMR_HANDLE *h, DAT_
     rd.for_va = buf;
     DAT_VLEN sz;
     DAT_VADDR va;
-    MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, h, lc,
+    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, h, lc,
                         rc, &sz, &va));
 }
 
 static void post_recv(struct peer *p, int slot)
 {
-    DAT_LMR_TRIPLET t = tri(p->lc_slots, p->slots + (size_t)slot * SLOT, SLOT);
-    MUST(dat_ep_post_recv(p->ep, 1, &t, ck((uint64_t)slot), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_LMR_TRIPLET t = peer_triplet(p->lc_slots, p->slots + (size_t)slot * SLOT, SLOT);
+    PEER_MUST(dat_ep_post_recv(p->ep, 1, &t, peer_cookie((uint64_t)slot), DAT_COMPLETION_DEFAULT_FLAG));
 }
 
 static void setup(struct peer *p, char *ia)
 {
     memset(p, 0, sizeof *p);
     p->async = DAT_HANDLE_NULL;
-    MUST(dat_ia_open(ia, 16, &p->async, &p->ia));
-    MUST(dat_pz_create(p->ia, &p->pz));
-    MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->req));
-    MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
-    MUST(dat_evd_create(p->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
-    MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
+    PEER_MUST(dat_ia_open(ia, 16, &p->async, &p->ia));
+    PEER_MUST(dat_pz_create(p->ia, &p->pz));
+    PEER_MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->req));
+    PEER_MUST(dat_evd_create(p->ia, 64, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &p->rcv));
+    PEER_MUST(dat_evd_create(p->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &p->conn));
+    PEER_MUST(dat_evd_create(p->ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &p->cr));
     p->slots = aligned_alloc(4096, ((size_t)SLOT * NRECV + 4095) & ~(size_t)4095); /* C11: a multiple */
     p->area = aligned_alloc(4096, AREA);
     if (!p->slots || !p->area)
@@ -172,45 +131,33 @@ static void setup(struct peer *p, char *ia)
     a.max_rdma_read_out = 4;
     a.max_rdma_read_iov = 1;
     a.max_rdma_write_iov = 1;
-    MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
+    PEER_MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
     for (int i = 0; i < NRECV; i++)
         post_recv(p, i);
 }
 
 static void teardown(struct peer *p)
 {
-    MUST(dat_ep_free(p->ep));
+    PEER_MUST(dat_ep_free(p->ep));
     if (p->psp)
-        MUST(dat_psp_free(p->psp));
-    MUST(dat_lmr_free(p->lmr_slots));
-    MUST(dat_lmr_free(p->lmr_area));
+        PEER_MUST(dat_psp_free(p->psp));
+    PEER_MUST(dat_lmr_free(p->lmr_slots));
+    PEER_MUST(dat_lmr_free(p->lmr_area));
     DAT_EVD_HANDLE evds[] = {p->req, p->rcv, p->conn, p->cr};
     for (size_t i = 0; i < sizeof evds / sizeof evds[0]; i++)
-        MUST(dat_evd_free(evds[i]));
-    MUST(dat_pz_free(p->pz));
-    MUST(dat_ia_close(p->ia, DAT_CLOSE_GRACEFUL_FLAG));
+        PEER_MUST(dat_evd_free(evds[i]));
+    PEER_MUST(dat_pz_free(p->pz));
+    PEER_MUST(dat_ia_close(p->ia, DAT_CLOSE_GRACEFUL_FLAG));
     free(p->slots);
     free(p->area);
 }
 
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, const char *what)
-{
-    DAT_EVENT ev;
-    DAT_COUNT n;
-    DAT_RETURN rc = dat_evd_wait(evd, TMO, 1, &ev, &n);
-    if (rc != DAT_SUCCESS) {
-        printf("FAIL %s: waiting for %s: 0x%08x\n", side, what, (unsigned)rc);
-        exit(1);
-    }
-    return ev;
-}
-
 static DAT_DTO_COMPLETION_EVENT_DATA wait_ok(DAT_EVD_HANDLE evd, const char *what)
 {
-    DAT_EVENT ev = wait_ev(evd, what);
+    DAT_EVENT ev = peer_wait(evd, what);
     DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
     if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d.status != DAT_DTO_SUCCESS) {
-        printf("FAIL %s: %s: event 0x%x status %d\n", side, what, ev.event_number, (int)d.status);
+        printf("FAIL %s: %s: event 0x%x status %d\n", peer_role, what, ev.event_number, (int)d.status);
         exit(1);
     }
     return d;
@@ -219,25 +166,25 @@ static DAT_DTO_COMPLETION_EVENT_DATA wait_ok(DAT_EVD_HANDLE evd, const char *wha
 static void connect_pair(struct peer *p, bool server, const char *host, unsigned port)
 {
     if (server) {
-        MUST(dat_psp_create(p->ia, port, p->cr, DAT_PSP_CONSUMER_FLAG, &p->psp));
+        PEER_MUST(dat_psp_create(p->ia, port, p->cr, DAT_PSP_CONSUMER_FLAG, &p->psp));
         printf("listening\n");
         fflush(stdout);
-        DAT_EVENT ev = wait_ev(p->cr, "a connection request");
-        MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, p->ep, 0, NULL));
+        DAT_EVENT ev = peer_wait(p->cr, "a connection request");
+        PEER_MUST(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, p->ep, 0, NULL));
     } else {
         struct addrinfo *ai = NULL;
         struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
         if (getaddrinfo(host, NULL, &hints, &ai) != 0 || ai == NULL) {
-            FAIL("cannot resolve %s", host);
+            PEER_EXPECT(0, "cannot resolve %s", host);
             exit(1);
         }
-        MUST(dat_ep_connect(p->ep, (DAT_IA_ADDRESS_PTR)ai->ai_addr, port, TMO, 0, NULL, DAT_QOS_BEST_EFFORT,
+        PEER_MUST(dat_ep_connect(p->ep, (DAT_IA_ADDRESS_PTR)ai->ai_addr, port, TMO, 0, NULL, DAT_QOS_BEST_EFFORT,
                             DAT_CONNECT_DEFAULT_FLAG));
         freeaddrinfo(ai);
     }
-    DAT_EVENT ev = wait_ev(p->conn, "ESTABLISHED");
+    DAT_EVENT ev = peer_wait(p->conn, "ESTABLISHED");
     if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED) {
-        FAIL("connection event 0x%x", ev.event_number);
+        PEER_EXPECT(0, "connection event 0x%x", ev.event_number);
         exit(1);
     }
     /* Each side Sends its area's triplet. */
@@ -245,8 +192,8 @@ static void connect_pair(struct peer *p, bool server, const char *host, unsigned
     DAT_RMR_TRIPLET mine = {.rmr_context = p->rc_area, .virtual_address = (DAT_VADDR)(uintptr_t)p->area,
                             .segment_length = AREA};
     memcpy(out, &mine, sizeof mine);
-    DAT_LMR_TRIPLET t = tri(p->lc_area, out, sizeof mine);
-    MUST(dat_ep_post_send(p->ep, 1, &t, ck(900), DAT_COMPLETION_DEFAULT_FLAG));
+    DAT_LMR_TRIPLET t = peer_triplet(p->lc_area, out, sizeof mine);
+    PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(900), DAT_COMPLETION_DEFAULT_FLAG));
     DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(p->rcv, "the peer's triplet");
     memcpy(&p->remote, p->slots + d.user_cookie.as_64 * SLOT, sizeof p->remote);
     post_recv(p, (int)d.user_cookie.as_64);
@@ -272,13 +219,13 @@ static int verify_client(struct peer *p)
         memcpy(m, &h, sizeof h);
         for (size_t i = sizeof h; i < len + sizeof h; i++)
             m[i] = pat(r, 3, i);
-        DAT_LMR_TRIPLET wt = tri(p->lc_area, p->area, WR_LEN);
+        DAT_LMR_TRIPLET wt = peer_triplet(p->lc_area, p->area, WR_LEN);
         DAT_RMR_TRIPLET rt = {.rmr_context = p->remote.rmr_context,
                               .virtual_address = p->remote.virtual_address,
                               .segment_length = WR_LEN};
-        MUST(dat_ep_post_rdma_write(p->ep, 1, &wt, ck(1), &rt, DAT_COMPLETION_DEFAULT_FLAG));
-        DAT_LMR_TRIPLET st = tri(p->lc_area, m, (DAT_VLEN)(len + sizeof h));
-        MUST(dat_ep_post_send(p->ep, 1, &st, ck(2), DAT_COMPLETION_DEFAULT_FLAG));
+        PEER_MUST(dat_ep_post_rdma_write(p->ep, 1, &wt, peer_cookie(1), &rt, DAT_COMPLETION_DEFAULT_FLAG));
+        DAT_LMR_TRIPLET st = peer_triplet(p->lc_area, m, (DAT_VLEN)(len + sizeof h));
+        PEER_MUST(dat_ep_post_send(p->ep, 1, &st, peer_cookie(2), DAT_COMPLETION_DEFAULT_FLAG));
         wait_ok(p->req, "the round's RDMA Write");
         wait_ok(p->req, "the round's Send");
         DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(p->rcv, "the server's verdict");
@@ -286,7 +233,7 @@ static int verify_client(struct peer *p)
         memcpy(&v, p->slots + d.user_cookie.as_64 * SLOT, sizeof v);
         post_recv(p, (int)d.user_cookie.as_64);
         if (v.round != r || v.verdict != 1) {
-            FAIL("round %u: verdict for round %u = %u", r, v.round, v.verdict);
+            PEER_EXPECT(0, "round %u: verdict for round %u = %u", r, v.round, v.verdict);
             return 1;
         }
     }
@@ -305,38 +252,38 @@ static int verify_server(struct peer *p)
         memcpy(&h, m, sizeof h);
         uint32_t ok = 1;
         if (h.round != r || d.transfered_length != h.len + sizeof h) {
-            FAIL("round %u: message of round %u, %u bytes (want %zu)", r, h.round,
+            PEER_EXPECT(0, "round %u: message of round %u, %u bytes (want %zu)", r, h.round,
                  (unsigned)d.transfered_length, h.len + sizeof h);
             ok = 0;
         }
         for (size_t i = sizeof h; ok && i < h.len + sizeof h; i++)
             if (m[i] != pat(r, 3, i)) {
-                FAIL("round %u: Send byte %zu", r, i);
+                PEER_EXPECT(0, "round %u: Send byte %zu", r, i);
                 ok = 0;
             }
         for (size_t i = 0; ok && i < WR_LEN; i++)
             if (p->area[i] != pat(r, 1, i)) {
-                FAIL("round %u: RDMA Write byte %zu", r, i);
+                PEER_EXPECT(0, "round %u: RDMA Write byte %zu", r, i);
                 ok = 0;
             }
         post_recv(p, (int)d.user_cookie.as_64);
         memset(sink, 0, RD_LEN);
-        DAT_LMR_TRIPLET lt = tri(p->lc_area, sink, RD_LEN);
+        DAT_LMR_TRIPLET lt = peer_triplet(p->lc_area, sink, RD_LEN);
         DAT_RMR_TRIPLET rt = {.rmr_context = p->remote.rmr_context,
                               .virtual_address = p->remote.virtual_address + WR_LEN,
                               .segment_length = RD_LEN};
-        MUST(dat_ep_post_rdma_read(p->ep, 1, &lt, ck(3), &rt, DAT_COMPLETION_DEFAULT_FLAG));
+        PEER_MUST(dat_ep_post_rdma_read(p->ep, 1, &lt, peer_cookie(3), &rt, DAT_COMPLETION_DEFAULT_FLAG));
         wait_ok(p->req, "the round's RDMA Read");
         for (size_t i = 0; ok && i < RD_LEN; i++)
             if (sink[i] != pat(r, 2, i)) {
-                FAIL("round %u: RDMA Read byte %zu", r, i);
+                PEER_EXPECT(0, "round %u: RDMA Read byte %zu", r, i);
                 ok = 0;
             }
         uint8_t *out = p->area + WR_LEN + RD_LEN;
         struct round_msg v = {r, 0, ok};
         memcpy(out, &v, sizeof v);
-        DAT_LMR_TRIPLET st = tri(p->lc_area, out, sizeof v);
-        MUST(dat_ep_post_send(p->ep, 1, &st, ck(4), DAT_COMPLETION_DEFAULT_FLAG));
+        DAT_LMR_TRIPLET st = peer_triplet(p->lc_area, out, sizeof v);
+        PEER_MUST(dat_ep_post_send(p->ep, 1, &st, peer_cookie(4), DAT_COMPLETION_DEFAULT_FLAG));
         wait_ok(p->req, "the verdict's Send");
         if (!ok)
             return 1;
@@ -401,11 +348,11 @@ static int stream(struct peer *p, bool client, double seconds)
         if (client) {
             while (outstanding < ST_WINDOW) {
                 size_t off = (size_t)(t.posted % 8) * ST_WRITE;
-                DAT_LMR_TRIPLET wt = tri(p->lc_area, p->area + off, ST_WRITE);
+                DAT_LMR_TRIPLET wt = peer_triplet(p->lc_area, p->area + off, ST_WRITE);
                 DAT_RMR_TRIPLET rt = {.rmr_context = p->remote.rmr_context,
                                       .virtual_address = p->remote.virtual_address + off,
                                       .segment_length = ST_WRITE};
-                if (dat_ep_post_rdma_write(p->ep, 1, &wt, ck(1), &rt, DAT_COMPLETION_DEFAULT_FLAG) != DAT_SUCCESS)
+                if (dat_ep_post_rdma_write(p->ep, 1, &wt, peer_cookie(1), &rt, DAT_COMPLETION_DEFAULT_FLAG) != DAT_SUCCESS)
                     break;
                 t.posted++;
                 outstanding++;
@@ -433,11 +380,11 @@ static int stream(struct peer *p, bool client, double seconds)
     outstanding = t.posted - t.completed;
     int rc = 0;
     if (t.event != DAT_CONNECTION_EVENT_BROKEN && t.event != DAT_CONNECTION_EVENT_DISCONNECTED) {
-        FAIL("connection event 0x%x", t.event);
+        PEER_EXPECT(0, "connection event 0x%x", t.event);
         rc = 1;
     }
     if (outstanding != 0) {
-        FAIL("%ld posted DTOs never completed (posted %ld, completed %ld)", outstanding, t.posted, t.completed);
+        PEER_EXPECT(0, "%ld posted DTOs never completed (posted %ld, completed %ld)", outstanding, t.posted, t.completed);
         rc = 1;
     }
     printf("result posted=%ld completed=%ld errors=%ld event=0x%x drain_ms=%.0f failed_at=%.1fs\n", t.posted,
@@ -453,14 +400,14 @@ int main(int argc, char **argv)
         return 2;
     }
     bool server = strcmp(argv[1], "server") == 0;
-    side = argv[1];
+    peer_role = argv[1];
     char *ia = argv[2];
     const char *host = server ? NULL : argv[3];
     unsigned port = (unsigned)atoi(server ? argv[3] : argv[4]);
     const char *mode = server ? argv[4] : (argc > 5 ? argv[5] : "verify");
     double seconds = (!server && argc > 6) ? atof(argv[6]) : 30;
     g_t0 = now_s();
-    int fds0 = count_fds();
+    int fds0 = peer_count_fds();
     struct peer p;
     setup(&p, ia);
     connect_pair(&p, server, host, port);
@@ -468,10 +415,10 @@ int main(int argc, char **argv)
     if (strcmp(mode, "verify") == 0) {
         rc = server ? verify_server(&p) : verify_client(&p);
         if (!server)
-            MUST(dat_ep_disconnect(p.ep, DAT_CLOSE_GRACEFUL_FLAG));
-        DAT_EVENT ev = wait_ev(p.conn, "DISCONNECTED");
+            PEER_MUST(dat_ep_disconnect(p.ep, DAT_CLOSE_GRACEFUL_FLAG));
+        DAT_EVENT ev = peer_wait(p.conn, "DISCONNECTED");
         if (ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED)
-            FAIL("end of connection: event 0x%x", ev.event_number);
+            PEER_EXPECT(0, "end of connection: event 0x%x", ev.event_number);
     } else if (strcmp(mode, "stream") == 0) {
         printf("streaming\n");
         rc = stream(&p, !server, seconds);
@@ -480,10 +427,10 @@ int main(int argc, char **argv)
         return 2;
     }
     teardown(&p);
-    int fds1 = count_fds();
+    int fds1 = peer_count_fds();
     printf("fds=%d/%d\n", fds0, fds1);
     printf("done at=%.1fs\n", now_s() - g_t0);
     if (fds1 != fds0)
-        FAIL("descriptors: %d before dat_ia_open, %d after dat_ia_close", fds0, fds1);
-    return rc != 0 || failures != 0 ? 1 : 0;
+        PEER_EXPECT(0, "descriptors: %d before dat_ia_open, %d after dat_ia_close", fds0, fds1);
+    return rc != 0 || peer_failures != 0 ? 1 : 0;
 }

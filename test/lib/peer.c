@@ -1,6 +1,8 @@
 /* test/lib/peer.h: failure reporting and event waits of the helper peers. */
 #include "test/lib/peer.h"
 
+#include <dirent.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,4 +103,16 @@ const char *peer_provider_attr(const DAT_PROVIDER_ATTR *pa, const char *name)
         if (strcmp(pa->provider_specific_attr[i].name, name) == 0)
             return pa->provider_specific_attr[i].value;
     return "(absent)";
+}
+
+int peer_count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the directory's own descriptor */
 }

@@ -51,6 +51,8 @@ DAT_LMR_TRIPLET peer_triplet(DAT_LMR_CONTEXT lc, const void *addr, DAT_SEG_LENGT
 DAT_DTO_COOKIE peer_cookie(uint64_t v);
 /* The IB extension data of an event (DAT_IB_EXTENSION_EVENT_DATA). */
 const DAT_IB_EXTENSION_EVENT_DATA *peer_ib_ext(const DAT_EVENT *ev);
+/* Descriptors this process holds (for leak checks), -1 if unknown. */
+int peer_count_fds(void);
 /* A provider-specific attribute's value, "(absent)" if it has none. */
 const char *peer_provider_attr(const DAT_PROVIDER_ATTR *pa, const char *name);
 
