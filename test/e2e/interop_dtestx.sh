@@ -60,6 +60,14 @@ ud_case() { # reg "args": UD over loopback
     local reg=$1 args=$2 tag
     tag=dtestx-$reg-ud$(echo "$args" | tr -c 'A-Za-z0-9' _)
     il_pair "$tag" "$reg" 60 $SIDE dtestx "-P $IL_IA -s -h 127.0.0.1 $args" "-P $IL_IA -c -h 127.0.0.1 $args"
+    # Known open race (docs/interop.md): a UD address exchange of dtestx
+    # occasionally ends in a UD connection error and both sides wait until
+    # their timeout (seen in about 1 full make check in 4). One second
+    # attempt, reported as such, so that the race stays visible.
+    if ! { [ "$IL_SRC" = 0 ] && [ "$IL_CRC" = 0 ] && grep -q 'UD test PASSED' "$IL_CLOG"; }; then
+        il_note "UD $args, loopback, $reg libdat2: first attempt failed (client $IL_CRC, server $IL_SRC): known UD exchange race, second attempt"
+        il_pair "$tag-2" "$reg" 60 $SIDE dtestx "-P $IL_IA -s -h 127.0.0.1 $args" "-P $IL_IA -c -h 127.0.0.1 $args"
+    fi
     judge "$reg" "UD $args, loopback" 'UD test PASSED'
 }
 
