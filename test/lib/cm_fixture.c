@@ -29,29 +29,17 @@ DAT_EP_HANDLE mk_ep(struct side *s)
 
 DAT_EVENT wait_ev(struct side *s, DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want)
 {
-    DAT_EVENT ev;
-    DAT_COUNT n = 0;
-    memset(&ev, 0, sizeof ev);
-    DAT_RETURN rc = s->p->evd_wait_func(evd, 5000000, 1, &ev, &n);
-    ck_assert_msg(rc == DAT_SUCCESS, "evd_wait: 0x%x (want event 0x%x)", (unsigned)rc, (unsigned)want);
-    ck_assert_msg(ev.event_number == want, "event 0x%x, want 0x%x", (unsigned)ev.event_number, (unsigned)want);
-    return ev;
+    return fx_wait(s->p, evd, want);
 }
 
 void no_event(struct side *s, DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
 {
-    DAT_EVENT ev;
-    DAT_COUNT n = 0;
-    DAT_RETURN rc = s->p->evd_wait_func(evd, us, 1, &ev, &n);
-    ck_assert_msg(DAT_GET_TYPE(rc) == DAT_TIMEOUT_EXPIRED, "unexpected 0x%x (event 0x%x)", (unsigned)rc,
-                  (unsigned)ev.event_number);
+    fx_none(s->p, evd, us);
 }
 
 DAT_EP_STATE ep_state(struct side *s, DAT_EP_HANDLE ep)
 {
-    DAT_EP_STATE st;
-    ck_assert_dat_ok(s->p->ep_get_status_func(ep, &st, NULL, NULL));
-    return st;
+    return fx_ep_state(s->p, ep);
 }
 
 struct sockaddr_in v4(const char *ip, unsigned port)

@@ -6,7 +6,7 @@
 #include <dat2/dat_ib_extensions.h>
 
 #include "lib/provider/ia_query.h"
-#include "rc_pair.h"
+#include "test/lib/rc_pair.h"
 
 static DAT_RETURN ext(DAT_PROVIDER *p, DAT_HANDLE h, DAT_EXTENDED_OP op, ...)
 {

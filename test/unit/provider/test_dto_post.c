@@ -79,10 +79,7 @@ static void teardown(struct fx *f)
 
 static void force_state(struct fx *f, DAT_EP_STATE s)
 {
-    struct sd_ep *ep = (struct sd_ep *)f->ep;
-    pthread_mutex_lock(&ep->lock);
-    ep->state = s;
-    pthread_mutex_unlock(&ep->lock);
+    fx_force_state(f->ep, s);
 }
 
 static DAT_LMR_TRIPLET tri(DAT_LMR_CONTEXT lc, void *addr, DAT_SEG_LENGTH len)

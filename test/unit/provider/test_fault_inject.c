@@ -3,7 +3,7 @@
  * loopback connection (rc_pair.h). The faults are set with
  * emu_fault_configure, as SOFTDAT_FAULT would set them. */
 #include "emu/fault.h"
-#include "rc_pair.h"
+#include "test/lib/rc_pair.h"
 
 #include <time.h>
 

@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 
 #include "hostile_wire.h"
-#include "rc_pair.h"
+#include "test/lib/rc_pair.h"
 
 enum { PG = 4096, NPAGES = 6 };
 /* Pages of the target arena: guard | R (all rights) | RO (remote read, no

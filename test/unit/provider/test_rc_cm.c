@@ -7,7 +7,10 @@
  * every EP call are in test_rc_ep.c. */
 #include <unistd.h>
 
-#include "rc_cm_fixture.h"
+#include "test/lib/rc_cm_fixture.h"
+
+/* Data for private-data and buffer arguments. */
+static _Alignas(64) char junk[256];
 
 static unsigned char big[SD_MAX_PRIVATE_DATA + 16]; /* offsets up to +2 are read */
 
@@ -60,12 +63,12 @@ START_TEST(connect_errors)
     ck_assert_int_eq(ep_state(&c, cep), DAT_EP_STATE_UNCONNECTED);
     no_event(&s, s.cr, 100000);
     /* Only Unconnected connects (L6545); the subtype names the state. */
-    for (size_t i = 1; i < NSTATES; i++) {
-        force_state(cep, states[i].s);
-        ck_assert_dat_err(p->ep_connect_func(cep, ap, q, 1000000, 0, NULL, Q, F), DAT_INVALID_STATE, states[i].sub);
-        ck_assert_int_eq(ep_state(&c, cep), states[i].s);
+    for (size_t i = 1; i < fx_ep_nstates; i++) {
+        fx_force_state(cep, fx_ep_states[i].s);
+        ck_assert_dat_err(p->ep_connect_func(cep, ap, q, 1000000, 0, NULL, Q, F), DAT_INVALID_STATE, fx_ep_states[i].sub);
+        ck_assert_int_eq(ep_state(&c, cep), fx_ep_states[i].s);
     }
-    force_state(cep, DAT_EP_STATE_UNCONNECTED);
+    fx_force_state(cep, DAT_EP_STATE_UNCONNECTED);
     DAT_EP_HANDLE uep;
     ck_assert_dat_ok(p->ep_create_func(c.ia, DAT_HANDLE_NULL, c.dto, c.dto, c.conn, NULL, &uep));
     ck_assert_dat_err(p->ep_connect_func(uep, ap, q, 1000000, 0, NULL, Q, F), DAT_INVALID_STATE,
@@ -120,11 +123,11 @@ START_TEST(common_connect_errors_and_comm)
                       DAT_INVALID_ARG4);
     ck_assert_dat_err(p->ep_common_connect_func(cep, ap, 1000000, 1, NULL), DAT_INVALID_PARAMETER,
                       DAT_INVALID_ARG5);
-    for (size_t i = 1; i < NSTATES; i++) {
-        force_state(cep, states[i].s);
-        ck_assert_dat_err(p->ep_common_connect_func(cep, ap, 1000000, 0, NULL), DAT_INVALID_STATE, states[i].sub);
+    for (size_t i = 1; i < fx_ep_nstates; i++) {
+        fx_force_state(cep, fx_ep_states[i].s);
+        ck_assert_dat_err(p->ep_common_connect_func(cep, ap, 1000000, 0, NULL), DAT_INVALID_STATE, fx_ep_states[i].sub);
     }
-    force_state(cep, DAT_EP_STATE_UNCONNECTED);
+    fx_force_state(cep, DAT_EP_STATE_UNCONNECTED);
     /* With a communicator set, only its family connects (L6658). */
     DAT_EP_PARAM v;
     memset(&v, 0, sizeof v);
@@ -200,11 +203,11 @@ START_TEST(dup_connect_errors)
     ck_assert_dat_err(p->ep_dup_connect_func(ep2, sep, 1000000, 0, NULL, Q), DAT_INVALID_STATE,
                       DAT_INVALID_STATE_EP_CONNECTED);
     /* The connecting EP must be Unconnected. */
-    for (size_t i = 1; i < NSTATES; i++) {
-        force_state(ep2, states[i].s);
-        ck_assert_dat_err(p->ep_dup_connect_func(ep2, cep, 1000000, 0, NULL, Q), DAT_INVALID_STATE, states[i].sub);
+    for (size_t i = 1; i < fx_ep_nstates; i++) {
+        fx_force_state(ep2, fx_ep_states[i].s);
+        ck_assert_dat_err(p->ep_dup_connect_func(ep2, cep, 1000000, 0, NULL, Q), DAT_INVALID_STATE, fx_ep_states[i].sub);
     }
-    force_state(ep2, DAT_EP_STATE_UNCONNECTED);
+    fx_force_state(ep2, DAT_EP_STATE_UNCONNECTED);
     ck_assert_int_eq(ep_state(&c, cep), DAT_EP_STATE_CONNECTED);
     no_event(&s, s.cr, 50000);
     /* Success: the request reaches the same PSP, private data intact. */
@@ -235,25 +238,25 @@ START_TEST(disconnect_errors)
     /* L6946-6952: refused before a connection exists or while an RSP / CR
      * holds the EP; a no-op when Disconnected; otherwise it starts (no
      * connection object here, so nothing is sent). */
-    for (size_t i = 0; i < NSTATES; i++) {
-        DAT_EP_STATE st = states[i].s;
+    for (size_t i = 0; i < fx_ep_nstates; i++) {
+        DAT_EP_STATE st = fx_ep_states[i].s;
         bool refused = st == DAT_EP_STATE_UNCONNECTED || st == DAT_EP_STATE_UNCONFIGURED_UNCONNECTED ||
                        st == DAT_EP_STATE_RESERVED || st == DAT_EP_STATE_UNCONFIGURED_RESERVED ||
                        st == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING || st == DAT_EP_STATE_UNCONFIGURED_PASSIVE ||
                        st == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING ||
                        st == DAT_EP_STATE_UNCONFIGURED_TENTATIVE;
         for (int g = 0; g < 2; g++) {
-            force_state(ep, st);
+            fx_force_state(ep, st);
             DAT_RETURN rc = p->ep_disconnect_func(ep, g ? DAT_CLOSE_GRACEFUL_FLAG : DAT_CLOSE_ABRUPT_FLAG);
             if (refused) {
-                ck_assert_dat_err(rc, DAT_INVALID_STATE, states[i].sub);
+                ck_assert_dat_err(rc, DAT_INVALID_STATE, fx_ep_states[i].sub);
                 ck_assert_int_eq(ep_state(&c, ep), st);
             } else {
                 ck_assert_dat_ok(rc);
             }
         }
     }
-    force_state(ep, DAT_EP_STATE_UNCONNECTED);
+    fx_force_state(ep, DAT_EP_STATE_UNCONNECTED);
     no_event(&c, c.conn, 50000);
     /* The real thing: connected, graceful, both sides DISCONNECTED; then
      * disconnect again is a no-op with no event. */
@@ -348,12 +351,12 @@ START_TEST(cr_accept_errors)
     ck_assert_dat_err(p->cr_accept_func(cr, sep, maxpd + 1, big), DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     ck_assert_dat_err(p->cr_accept_func(cr, sep, 1, NULL), DAT_INVALID_PARAMETER, DAT_INVALID_ARG4);
     /* The accepting EP must be Unconnected (L4664) and configured (L4662). */
-    for (size_t i = 1; i < NSTATES; i++) {
-        force_state(sep, states[i].s);
-        ck_assert_dat_err(p->cr_accept_func(cr, sep, 0, NULL), DAT_INVALID_STATE, states[i].sub);
-        ck_assert_int_eq(ep_state(&s, sep), states[i].s);
+    for (size_t i = 1; i < fx_ep_nstates; i++) {
+        fx_force_state(sep, fx_ep_states[i].s);
+        ck_assert_dat_err(p->cr_accept_func(cr, sep, 0, NULL), DAT_INVALID_STATE, fx_ep_states[i].sub);
+        ck_assert_int_eq(ep_state(&s, sep), fx_ep_states[i].s);
     }
-    force_state(sep, DAT_EP_STATE_UNCONNECTED);
+    fx_force_state(sep, DAT_EP_STATE_UNCONNECTED);
     DAT_EP_HANDLE uep;
     ck_assert_dat_ok(p->ep_create_func(s.ia, s.pz, s.dto, s.dto, DAT_HANDLE_NULL, NULL, &uep));
     ck_assert_dat_err(p->cr_accept_func(cr, uep, 0, NULL), DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFIGURED);

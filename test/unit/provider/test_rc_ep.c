@@ -79,38 +79,6 @@ static DAT_EP_STATE get_state(struct fx *f, DAT_EP_HANDLE ep)
     return s;
 }
 
-/* Put the object in a state (decision tables only). */
-static void force_state(DAT_EP_HANDLE h, DAT_EP_STATE s)
-{
-    struct sd_ep *ep = (struct sd_ep *)h;
-    pthread_mutex_lock(&ep->lock);
-    ep->state = s;
-    pthread_mutex_unlock(&ep->lock);
-}
-
-/* Every state of the enum and the subtype naming it (dat_error.h; the
- * multipath variants are reported as CONNECTED). */
-static const struct {
-    DAT_EP_STATE s;
-    DAT_UINT32 sub;
-} states[] = {
-    {DAT_EP_STATE_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONNECTED},
-    {DAT_EP_STATE_UNCONFIGURED_UNCONNECTED, DAT_INVALID_STATE_EP_UNCONFIGURED},
-    {DAT_EP_STATE_RESERVED, DAT_INVALID_STATE_EP_RESERVED},
-    {DAT_EP_STATE_UNCONFIGURED_RESERVED, DAT_INVALID_STATE_EP_UNCONFRESERVED},
-    {DAT_EP_STATE_PASSIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_PASSCONNPENDING},
-    {DAT_EP_STATE_UNCONFIGURED_PASSIVE, DAT_INVALID_STATE_EP_UNCONFPASSIVE},
-    {DAT_EP_STATE_ACTIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_ACTCONNPENDING},
-    {DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING, DAT_INVALID_STATE_EP_TENTCONNPENDING},
-    {DAT_EP_STATE_UNCONFIGURED_TENTATIVE, DAT_INVALID_STATE_EP_UNCONFTENTATIVE},
-    {DAT_EP_STATE_CONNECTED, DAT_INVALID_STATE_EP_CONNECTED},
-    {DAT_EP_STATE_DISCONNECT_PENDING, DAT_INVALID_STATE_EP_DISCPENDING},
-    {DAT_EP_STATE_DISCONNECTED, DAT_INVALID_STATE_EP_DISCONNECTED},
-    {DAT_EP_STATE_COMPLETION_PENDING, DAT_INVALID_STATE_EP_COMPLPENDING},
-    {DAT_EP_STATE_CONNECTED_SINGLE_PATH, DAT_INVALID_STATE_EP_CONNECTED},
-    {DAT_EP_STATE_CONNECTED_MULTI_PATH, DAT_INVALID_STATE_EP_CONNECTED},
-};
-#define NSTATES (sizeof states / sizeof states[0])
 
 static bool st_unconf(DAT_EP_STATE s)
 {
@@ -449,15 +417,15 @@ START_TEST(query_status_recv_query)
     ck_assert_dat_ok(p->ep_recv_query_func(ep, NULL, &span));
     ck_assert_int_eq(span, 1);
     /* Allowed in every state (L5957): state reported as set. */
-    for (size_t i = 0; i < NSTATES; i++) {
-        force_state(ep, states[i].s);
+    for (size_t i = 0; i < fx_ep_nstates; i++) {
+        fx_force_state(ep, fx_ep_states[i].s);
         ck_assert_dat_ok(p->ep_get_status_func(ep, &st, NULL, NULL));
-        ck_assert_int_eq(st, states[i].s);
+        ck_assert_int_eq(st, fx_ep_states[i].s);
         ck_assert_dat_ok(p->ep_query_func(ep, DAT_EP_FIELD_EP_STATE, &q));
-        ck_assert_int_eq(q.ep_state, states[i].s);
+        ck_assert_int_eq(q.ep_state, fx_ep_states[i].s);
         ck_assert_dat_ok(p->ep_recv_query_func(ep, &nb, &span));
     }
-    force_state(ep, DAT_EP_STATE_UNCONNECTED);
+    fx_force_state(ep, DAT_EP_STATE_UNCONNECTED);
     ck_assert_dat_ok(p->ep_free_func(ep));
     ck_assert_dat_ok(p->lmr_free_func(lmr));
     fx_teardown(&f);
@@ -477,12 +445,12 @@ START_TEST(set_watermark_codes)
     ck_assert_dat_err(p->ep_set_watermark_func(ep, 4, INF), DAT_MODEL_NOT_SUPPORTED, 0);
     ck_assert_dat_err(p->ep_set_watermark_func(ep, INF, 0), DAT_MODEL_NOT_SUPPORTED, 0);
     /* Valid in every state (L6415). */
-    for (size_t i = 0; i < NSTATES; i++) {
-        force_state(ep, states[i].s);
+    for (size_t i = 0; i < fx_ep_nstates; i++) {
+        fx_force_state(ep, fx_ep_states[i].s);
         ck_assert_dat_ok(p->ep_set_watermark_func(ep, INF, INF));
         ck_assert_dat_err(p->ep_set_watermark_func(ep, 1, 1), DAT_MODEL_NOT_SUPPORTED, 0);
     }
-    force_state(ep, DAT_EP_STATE_UNCONNECTED);
+    fx_force_state(ep, DAT_EP_STATE_UNCONNECTED);
     ck_assert_dat_ok(p->ep_free_func(ep));
     fx_teardown(&f);
 }
@@ -495,18 +463,18 @@ START_TEST(free_and_reset_every_state)
     struct fx f;
     fx_setup(&f, "t-rc-ep-fr");
     DAT_PROVIDER *p = f.p;
-    for (size_t i = 0; i < NSTATES; i++) {
-        DAT_EP_STATE s = states[i].s;
+    for (size_t i = 0; i < fx_ep_nstates; i++) {
+        DAT_EP_STATE s = fx_ep_states[i].s;
         DAT_EP_HANDLE ep = mk_ep(&f);
-        force_state(ep, s);
+        fx_force_state(ep, s);
         /* reset: Unconnected (no-op) and Disconnected only (L7040-7052). */
         DAT_RETURN rr = p->ep_reset_func(ep);
         if (s == DAT_EP_STATE_UNCONNECTED || s == DAT_EP_STATE_DISCONNECTED) {
             ck_assert_dat_ok(rr);
             ck_assert_int_eq(get_state(&f, ep), DAT_EP_STATE_UNCONNECTED);
-            force_state(ep, s);
+            fx_force_state(ep, s);
         } else {
-            ck_assert_dat_err(rr, DAT_INVALID_STATE, states[i].sub);
+            ck_assert_dat_err(rr, DAT_INVALID_STATE, fx_ep_states[i].sub);
             ck_assert_int_eq(get_state(&f, ep), s);
         }
         /* free: not while an RSP or a CR holds it (L6011, L5457). */
@@ -515,9 +483,9 @@ START_TEST(free_and_reset_every_state)
                     s == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING || s == DAT_EP_STATE_UNCONFIGURED_TENTATIVE;
         DAT_RETURN rf = p->ep_free_func(ep);
         if (held) {
-            ck_assert_dat_err(rf, DAT_INVALID_STATE, states[i].sub);
+            ck_assert_dat_err(rf, DAT_INVALID_STATE, fx_ep_states[i].sub);
             ck_assert_int_eq(get_state(&f, ep), s);
-            force_state(ep, DAT_EP_STATE_UNCONNECTED);
+            fx_force_state(ep, DAT_EP_STATE_UNCONNECTED);
             ck_assert_dat_ok(p->ep_free_func(ep));
         } else {
             ck_assert_dat_ok(rf);
@@ -589,9 +557,9 @@ START_TEST(modify_every_field_every_state)
     for (int b = 0; b < 31; b++) {
         DAT_EP_PARAM_MASK bit = UINT64_C(1) << b;
         enum rule r = rule_of(bit);
-        for (size_t i = 0; i < NSTATES; i++) {
-            DAT_EP_STATE s = states[i].s;
-            force_state(ep, s);
+        for (size_t i = 0; i < fx_ep_nstates; i++) {
+            DAT_EP_STATE s = fx_ep_states[i].s;
+            fx_force_state(ep, s);
             DAT_RETURN rc = p->ep_modify_func(ep, bit, &v);
             if (r == NEVER)
                 ck_assert_msg(rc == (DAT_RETURN)(DAT_CLASS_ERROR | DAT_INVALID_PARAMETER | DAT_INVALID_ARG2),
@@ -600,15 +568,15 @@ START_TEST(modify_every_field_every_state)
                 ck_assert_msg(rc == DAT_SUCCESS, "field 0x%llx state %d: 0x%x, want success",
                               (unsigned long long)bit, (int)s, (unsigned)rc);
             else
-                ck_assert_msg(rc == (DAT_RETURN)(DAT_CLASS_ERROR | DAT_INVALID_STATE | states[i].sub),
+                ck_assert_msg(rc == (DAT_RETURN)(DAT_CLASS_ERROR | DAT_INVALID_STATE | fx_ep_states[i].sub),
                               "field 0x%llx state %d: 0x%x, want INVALID_STATE|%u", (unsigned long long)bit, (int)s,
-                              (unsigned)rc, (unsigned)states[i].sub);
+                              (unsigned)rc, (unsigned)fx_ep_states[i].sub);
             checked++;
         }
     }
-    ck_assert_uint_eq(checked, 31 * NSTATES);
+    ck_assert_uint_eq(checked, 31 * fx_ep_nstates);
     /* A refused modify changes nothing: the state stays, and so do values. */
-    force_state(ep, DAT_EP_STATE_CONNECTED);
+    fx_force_state(ep, DAT_EP_STATE_CONNECTED);
     DAT_EP_PARAM w = v;
     w.ep_attr.max_recv_dtos = 3;
     w.pz_handle = f.pz2;
@@ -620,7 +588,7 @@ START_TEST(modify_every_field_every_state)
     ck_assert_int_eq(q.ep_attr.max_recv_dtos, v.ep_attr.max_recv_dtos);
     ck_assert_ptr_eq(q.pz_handle, f.pz);
     /* The whole allowed set at once in Unconnected. */
-    force_state(ep, DAT_EP_STATE_UNCONNECTED);
+    fx_force_state(ep, DAT_EP_STATE_UNCONNECTED);
     DAT_EP_PARAM_MASK all_ok = DAT_EP_FIELD_ALL & ~(DAT_EP_FIELD_IA_HANDLE | DAT_EP_FIELD_EP_STATE |
                                                     DAT_EP_FIELD_LOCAL_PORT_QUAL | DAT_EP_FIELD_REMOTE_IA_ADDRESS_PTR |
                                                     DAT_EP_FIELD_REMOTE_PORT_QUAL | DAT_EP_FIELD_SRQ_HANDLE |
@@ -842,10 +810,10 @@ START_TEST(modify_configures_unconfigured)
     for (int i = 0; i < 3; i++) {
         DAT_EP_HANDLE u;
         ck_assert_dat_ok(p->ep_create_func(f.ia, NULL, f.dto, f.dto, f.conn, NULL, &u));
-        force_state(u, from[i]);
+        fx_force_state(u, from[i]);
         ck_assert_dat_ok(p->ep_modify_func(u, DAT_EP_FIELD_PZ_HANDLE, &v));
         ck_assert_int_eq(get_state(&f, u), to[i]);
-        force_state(u, DAT_EP_STATE_UNCONNECTED);
+        fx_force_state(u, DAT_EP_STATE_UNCONNECTED);
         ck_assert_dat_ok(p->ep_free_func(u));
     }
     ck_assert_dat_ok(p->ep_free_func(ep));

@@ -9,7 +9,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "rc_cm_fixture.h"
+#include "test/lib/rc_cm_fixture.h"
+
+/* Data for private-data and buffer arguments. */
+static _Alignas(64) char junk[256];
 
 /* Handles of every wrong kind for an SP call taking an EVD. */
 struct bad_evds {
@@ -173,12 +176,12 @@ START_TEST(rsp_errors)
     ck_assert_dat_err(p->rsp_create_func(s.ia, 0, ep, s.cr, &rsp), DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     ck_assert_dat_err(p->rsp_create_func(s.ia, q, ep, s.cr, NULL), DAT_INVALID_PARAMETER, DAT_INVALID_ARG5);
     /* The EP must be Unconnected (or its unconfigured twin) (L4456). */
-    for (size_t i = 2; i < NSTATES; i++) {
-        force_state(ep, states[i].s);
-        ck_assert_dat_err(p->rsp_create_func(s.ia, q, ep, s.cr, &rsp), DAT_INVALID_STATE, states[i].sub);
-        ck_assert_int_eq(ep_state(&s, ep), states[i].s);
+    for (size_t i = 2; i < fx_ep_nstates; i++) {
+        fx_force_state(ep, fx_ep_states[i].s);
+        ck_assert_dat_err(p->rsp_create_func(s.ia, q, ep, s.cr, &rsp), DAT_INVALID_STATE, fx_ep_states[i].sub);
+        ck_assert_int_eq(ep_state(&s, ep), fx_ep_states[i].s);
     }
-    force_state(ep, DAT_EP_STATE_UNCONNECTED);
+    fx_force_state(ep, DAT_EP_STATE_UNCONNECTED);
     ck_assert_ptr_null(rsp);
     /* Reserved: a second RSP for it, freeing it, connecting it are refused. */
     ck_assert_dat_ok(p->rsp_create_func(s.ia, q, ep, s.cr, &rsp));

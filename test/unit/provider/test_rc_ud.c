@@ -12,7 +12,7 @@
 
 #include "lib/provider/ep_ud.h"
 #include "lib/provider/limits.h"
-#include "rc_pair.h"
+#include "test/lib/rc_pair.h"
 
 static struct rp_side C, S;
 static DAT_PSP_HANDLE PSP;

@@ -12,7 +12,7 @@
 
 #include <dat2/dat_iw_extensions.h>
 
-#include "rc_pair.h"
+#include "test/lib/rc_pair.h"
 
 static DAT_RETURN ext(DAT_PROVIDER *p, DAT_HANDLE h, DAT_EXTENDED_OP op, ...)
 {
