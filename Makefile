@@ -205,18 +205,18 @@ $(TESTLIB_A): $(TESTLIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/test/dat/%: test/unit/dat/%.c $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF)
+$(BUILD)/test/dat/%: test/unit/dat/%.c $(TESTLIB_A) $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -rdynamic -o $@ $< $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -rdynamic -o $@ $< $(TESTLIB_A) $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
 
 $(BUILD)/test/provider/%: test/unit/provider/%.c $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) \
 	  -L$(BUILD)/lib -ldat2 $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
-$(BUILD)/test/emu/%: test/unit/emu/%.c $(LIBEMU_A)
+$(BUILD)/test/emu/%: test/unit/emu/%.c $(TESTLIB_A) $(LIBEMU_A)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
+	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
 $(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A) $(TESTLIB_A)
 	@mkdir -p $(@D)

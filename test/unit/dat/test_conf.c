@@ -1,6 +1,11 @@
 /* dat.conf parser: lines, files, diagnostics and the choice of file. */
 #include "lib/dat/dr.h"
-#include "test/unit/dat/dat_test_util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test/lib/dat_util.h"
 
 static struct dr_conf_entry e;
 static const char *why;

@@ -4,7 +4,12 @@
  * in-process fake provider whose slot n returns 0x1000 + n.
  */
 #include "lib/dat/dr.h"
-#include "test/unit/dat/dat_test_util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test/lib/dat_util.h"
 
 #include <pthread.h>
 #include <stdint.h>

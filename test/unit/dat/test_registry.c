@@ -8,7 +8,13 @@
  * with DAT_OVERRIDE in its environment (--child-* modes in main).
  */
 #include "lib/dat/dr.h"
-#include "test/unit/dat/dat_test_util.h"
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test/lib/dat_util.h"
 
 #include <pthread.h>
 #include <stdarg.h>

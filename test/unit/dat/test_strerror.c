@@ -1,6 +1,11 @@
 /* dat_strerror: a distinct text for every type and subtype, OFA numbering. */
 #include "lib/dat/dr.h"
-#include "test/unit/dat/dat_test_util.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test/lib/dat_util.h"
 
 static const DAT_UINT32 types[] = {
     DAT_SUCCESS, DAT_ABORT, DAT_CONN_QUAL_IN_USE, DAT_INSUFFICIENT_RESOURCES,

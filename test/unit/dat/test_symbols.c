@@ -3,7 +3,13 @@
  * OFA's libdat2 exports (74) plus the DAT 2.0 calls OFA leaves out, all at
  * version DAT_2.0, and nothing else.
  */
-#include "test/unit/dat/dat_test_util.h"
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test/lib/dat_util.h"
 
 #include <dlfcn.h>
 

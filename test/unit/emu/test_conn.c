@@ -1,7 +1,7 @@
 /* emu/conn: listeners, MPA v2 handshake, accept/reject, events, teardown.
  * Two engines in one process talk over 127.0.0.1 / ::1. Raw-socket and
  * hostile-peer cases: test_conn_wire.c; capability marker: test_conn_caps.c. */
-#include "test/unit/emu/conn_fixture.h"
+#include "test/lib/conn_fixture.h"
 
 /* ---------------------------------------------------------------- tests */
 

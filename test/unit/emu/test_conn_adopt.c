@@ -5,7 +5,7 @@
  * listener's loss report, and the socket checks. */
 #include <fcntl.h>
 
-#include "conn_fixture.h"
+#include "test/lib/conn_fixture.h"
 
 static void tcp_pair4(int *a, int *b)
 {

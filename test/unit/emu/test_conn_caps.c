@@ -1,6 +1,6 @@
 /* emu/conn: the softdat capability marker in MPA private data (docs/wire.md
  * §2.6): codec, foreign initiators, no_caps and rejects. */
-#include "test/unit/emu/conn_fixture.h"
+#include "test/lib/conn_fixture.h"
 #include "lib/provider/limits.h"
 
 /* What the provider reports as max_private_data_size is exactly what fits

@@ -1,7 +1,7 @@
 /* emu/conn against raw sockets: hostile or foreign peers on the wire
  * (malformed Requests, RTR rules, Read RTR both ways, a SYN-dropping
  * listener, a peer that never closes after our abrupt disconnect). */
-#include "test/unit/emu/conn_fixture.h"
+#include "test/lib/conn_fixture.h"
 
 /* A listener whose accept queue is full drops SYNs: TCP never completes. */
 START_TEST(unreachable_when_tcp_never_completes)

@@ -1,57 +1,14 @@
-/* Shared fixture of the emu/conn test programs (test_conn*.c): two engines
- * in one process over 127.0.0.1 / ::1, recording event sinks, a listener
- * owner that answers manually or automatically, raw-socket helpers. Header
- * only (static inline), since every Check program is one .c file. */
-#ifndef SOFTDAT_TEST_CONN_FIXTURE_H
-#define SOFTDAT_TEST_CONN_FIXTURE_H
+/* test/lib/conn_fixture.h: engines, recording sinks and listeners for the emu/conn tests. */
+#include "test/lib/conn_fixture.h"
 
-#include "emu/conn.h"
-#include "emu/engine.h"
-
-#include <arpa/inet.h>
-#include <check.h>
-#include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
-
-/* ---------------------------------------------------------------- helpers */
-
-struct evrec {
-    int type, err;
-    uint16_t len;
-    uint8_t pd[EMU_CONN_PDATA_RX_MAX];
-};
-
-struct side {
-    pthread_mutex_t m;
-    pthread_cond_t cv;
-    int n;
-    struct evrec ev[8];
-    struct emu_conn *c;
-    uint8_t rx[4096];
-    size_t rxlen;
-    int rx_calls;
-    bool free_on_established; /* free the conn from inside the callback */
-    bool freed;
-    int detached;             /* ops.detach calls */
-    int events_at_detach;
-};
-
-static inline void side_init(struct side *s)
+void side_init(struct side *s)
 {
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->m, NULL);
     pthread_cond_init(&s->cv, NULL);
 }
 
-static inline void on_event(struct emu_conn *c, const struct emu_conn_event *ev, void *ctx)
+void on_event(struct emu_conn *c, const struct emu_conn_event *ev, void *ctx)
 {
     struct side *s = ctx;
     pthread_mutex_lock(&s->m);
@@ -73,7 +30,7 @@ static inline void on_event(struct emu_conn *c, const struct emu_conn_event *ev,
         emu_conn_free(c); /* deferred by the conn until this callback returns */
 }
 
-static inline int on_rx(struct emu_conn *c, int fd, void *ctx)
+int on_rx(struct emu_conn *c, int fd, void *ctx)
 {
     (void)c;
     struct side *s = ctx;
@@ -97,7 +54,7 @@ static inline int on_rx(struct emu_conn *c, int fd, void *ctx)
     return rc;
 }
 
-static inline void on_detach(struct emu_conn *c, void *ctx)
+void on_detach(struct emu_conn *c, void *ctx)
 {
     (void)c;
     struct side *s = ctx;
@@ -107,10 +64,11 @@ static inline void on_detach(struct emu_conn *c, void *ctx)
     pthread_mutex_unlock(&s->m);
 }
 
-static const struct emu_conn_ops ops_plain __attribute__((unused)) = {.event = on_event};
-static const struct emu_conn_ops ops_rx __attribute__((unused)) = {.event = on_event, .rx = on_rx, .detach = on_detach};
+const struct emu_conn_ops ops_plain = {.event = on_event};
 
-static inline void deadline(struct timespec *ts, int ms)
+const struct emu_conn_ops ops_rx = {.event = on_event, .rx = on_rx, .detach = on_detach};
+
+void deadline(struct timespec *ts, int ms)
 {
     clock_gettime(CLOCK_REALTIME, ts);
     ts->tv_sec += ms / 1000;
@@ -121,8 +79,7 @@ static inline void deadline(struct timespec *ts, int ms)
     }
 }
 
-/* Wait until s has at least n events (bounded). */
-static inline bool side_wait(struct side *s, int n, int ms)
+bool side_wait(struct side *s, int n, int ms)
 {
     struct timespec ts;
     deadline(&ts, ms);
@@ -135,7 +92,7 @@ static inline bool side_wait(struct side *s, int n, int ms)
     return ok;
 }
 
-static inline bool side_wait_rx(struct side *s, size_t n, int ms)
+bool side_wait_rx(struct side *s, size_t n, int ms)
 {
     struct timespec ts;
     deadline(&ts, ms);
@@ -148,7 +105,7 @@ static inline bool side_wait_rx(struct side *s, size_t n, int ms)
     return ok;
 }
 
-static inline int side_n(struct side *s)
+int side_n(struct side *s)
 {
     pthread_mutex_lock(&s->m);
     int n = s->n;
@@ -156,7 +113,7 @@ static inline int side_n(struct side *s)
     return n;
 }
 
-static inline int side_type(struct side *s, int i)
+int side_type(struct side *s, int i)
 {
     pthread_mutex_lock(&s->m);
     int t = i < s->n ? s->ev[i].type : -1;
@@ -164,37 +121,13 @@ static inline int side_type(struct side *s, int i)
     return t;
 }
 
-static inline void sleep_ms(int ms)
+void sleep_ms(int ms)
 {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
-enum lmode { L_MANUAL, L_ACCEPT, L_REJECT, L_RSP };
-
-struct lis {
-    pthread_mutex_t m;
-    pthread_cond_t cv;
-    enum lmode mode;
-    int n;
-    struct emu_conn *req[512];
-    uint8_t pd[EMU_CONN_PDATA_RX_MAX];
-    uint16_t pdlen;
-    char peer[64];
-    uint16_t peer_ird, peer_ord;
-    bool peer_marker;
-    uint32_t peer_caps;
-    /* auto-accept */
-    struct side *sides;
-    int nsides;
-    uint8_t apd[EMU_CONN_PDATA_MAX];
-    uint16_t apd_len;
-    struct emu_conn_params params;
-    const struct emu_conn_ops *ops;
-    int accept_rc;
-};
-
-static inline void lis_init(struct lis *l, enum lmode mode)
+void lis_init(struct lis *l, enum lmode mode)
 {
     memset(l, 0, sizeof *l);
     pthread_mutex_init(&l->m, NULL);
@@ -203,7 +136,7 @@ static inline void lis_init(struct lis *l, enum lmode mode)
     l->ops = &ops_plain;
 }
 
-static inline void on_request(struct emu_listener *ls, const struct emu_conn_request *r, void *ctx)
+void on_request(struct emu_listener *ls, const struct emu_conn_request *r, void *ctx)
 {
     struct lis *l = ctx;
     pthread_mutex_lock(&l->m);
@@ -241,9 +174,9 @@ static inline void on_request(struct emu_listener *ls, const struct emu_conn_req
     }
 }
 
-static const struct emu_listener_ops lops __attribute__((unused)) = {.request = on_request};
+const struct emu_listener_ops lops = {.request = on_request};
 
-static inline bool lis_wait(struct lis *l, int n, int ms)
+bool lis_wait(struct lis *l, int n, int ms)
 {
     struct timespec ts;
     deadline(&ts, ms);
@@ -256,7 +189,7 @@ static inline bool lis_wait(struct lis *l, int n, int ms)
     return ok;
 }
 
-static inline struct emu_conn *lis_req(struct lis *l, int i)
+struct emu_conn *lis_req(struct lis *l, int i)
 {
     pthread_mutex_lock(&l->m);
     struct emu_conn *c = l->req[i];
@@ -264,35 +197,35 @@ static inline struct emu_conn *lis_req(struct lis *l, int i)
     return c;
 }
 
-static inline struct sockaddr_in a4(uint16_t port)
+struct sockaddr_in a4(uint16_t port)
 {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     return a;
 }
 
-static inline struct sockaddr_in6 a6(uint16_t port)
+struct sockaddr_in6 a6(uint16_t port)
 {
     struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons(port)};
     a.sin6_addr = in6addr_loopback;
     return a;
 }
 
-static struct emu_engine *E1, *E2;
+struct emu_engine *E1, *E2;
 
-static inline void setup(void)
+void setup(void)
 {
     ck_assert_int_eq(emu_engine_create("t-active", &E1), 0);
     ck_assert_int_eq(emu_engine_create("t-passive", &E2), 0);
 }
 
-static inline void teardown(void)
+void teardown(void)
 {
     emu_engine_destroy(E1);
     emu_engine_destroy(E2);
 }
 
-static inline struct emu_listener *listen4(struct lis *l)
+struct emu_listener *listen4(struct lis *l)
 {
     struct emu_listener *ls = NULL;
     struct sockaddr_in a = a4(0);
@@ -302,7 +235,7 @@ static inline struct emu_listener *listen4(struct lis *l)
     return ls;
 }
 
-static inline struct emu_conn *connect4(uint16_t port, const struct emu_conn_params *p, const void *pd,
+struct emu_conn *connect4(uint16_t port, const struct emu_conn_params *p, const void *pd,
                                  uint16_t len, const struct emu_conn_ops *ops, struct side *s)
 {
     struct sockaddr_in a = a4(port);
@@ -314,15 +247,7 @@ static inline struct emu_conn *connect4(uint16_t port, const struct emu_conn_par
     return c;
 }
 
-/* Establish one connection pair through an auto-accepting listener. */
-struct pair {
-    struct lis l;
-    struct emu_listener *ls;
-    struct side a, p[1];
-    struct emu_conn *ac;
-};
-
-static inline void pair_up(struct pair *x, const struct emu_conn_ops *ops)
+void pair_up(struct pair *x, const struct emu_conn_ops *ops)
 {
     lis_init(&x->l, L_ACCEPT);
     x->l.sides = x->p;
@@ -338,14 +263,14 @@ static inline void pair_up(struct pair *x, const struct emu_conn_ops *ops)
     ck_assert_int_eq(x->p[0].ev[0].type, EMU_CONN_ESTABLISHED);
 }
 
-static inline void pair_down(struct pair *x)
+void pair_down(struct pair *x)
 {
     emu_conn_free(x->ac);
     emu_conn_free(x->p[0].c);
     emu_listener_free(x->ls);
 }
 
-static inline void check_one_terminal(struct side *s, int type)
+void check_one_terminal(struct side *s, int type)
 {
     ck_assert(side_wait(s, 2, 5000));
     sleep_ms(100);
@@ -354,7 +279,7 @@ static inline void check_one_terminal(struct side *s, int type)
                   emu_conn_event_name(side_type(s, 1)), emu_conn_event_name(type));
 }
 
-static inline int raw_connect(uint16_t port)
+int raw_connect(uint16_t port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = a4(port);
@@ -362,8 +287,7 @@ static inline int raw_connect(uint16_t port)
     return fd;
 }
 
-/* Read until EOF/RST; returns bytes read, or -1 on timeout. */
-static inline int raw_read_to_close(int fd, uint8_t *buf, int cap, int ms)
+int raw_read_to_close(int fd, uint8_t *buf, int cap, int ms)
 {
     int got = 0;
     for (int i = 0; i < ms / 10; i++) {
@@ -380,7 +304,7 @@ static inline int raw_read_to_close(int fd, uint8_t *buf, int cap, int ms)
     return -1;
 }
 
-static inline int recv_exact(int fd, uint8_t *buf, int len, int ms)
+int recv_exact(int fd, uint8_t *buf, int len, int ms)
 {
     int got = 0;
     for (int i = 0; i < ms / 10 && got < len; i++) {
@@ -395,8 +319,7 @@ static inline int recv_exact(int fd, uint8_t *buf, int len, int ms)
     return got;
 }
 
-/* Run one suite (the fixture: fresh engines per test). */
-static inline int conn_fixture_main(Suite *s)
+int conn_fixture_main(Suite *s)
 {
     /* Some checks compare raw handshake bytes that depend on the CRC policy;
      * others time the refused-connect retry window. */
@@ -408,5 +331,3 @@ static inline int conn_fixture_main(Suite *s)
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
-
-#endif

@@ -1,11 +1,6 @@
-/*
- * Helpers shared by the registry's Check programs (header only: every .c in
- * this directory is its own test program).
- */
-#ifndef SOFTDAT_TEST_DAT_UTIL_H
-#define SOFTDAT_TEST_DAT_UTIL_H
+/* test/lib/dat_util.h: helpers of the registry tests. */
+#include "test/lib/dat_util.h"
 
-#include <check.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -14,8 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The build tree: this program is $(BUILD)/test/dat/NAME. */
-static inline const char *tu_build_dir(void)
+const char *tu_build_dir(void)
 {
     static char dir[PATH_MAX];
 
@@ -30,7 +24,7 @@ static inline const char *tu_build_dir(void)
     return dir;
 }
 
-static inline const char *tu_fixture_so(void)
+const char *tu_fixture_so(void)
 {
     static char path[PATH_MAX + 64];
 
@@ -38,8 +32,7 @@ static inline const char *tu_fixture_so(void)
     return path;
 }
 
-/* Writes text to a fresh temporary file and returns its (static) path. */
-static inline const char *tu_write_file(const char *text)
+const char *tu_write_file(const char *text)
 {
     static char path[64];
     int fd;
@@ -52,8 +45,7 @@ static inline const char *tu_write_file(const char *text)
     return path;
 }
 
-/* Runs fn with stderr captured; returns the captured text (malloc'd). */
-static inline char *tu_capture_stderr(void (*fn)(void *), void *arg)
+char *tu_capture_stderr(void (*fn)(void *), void *arg)
 {
     char path[] = "/tmp/softdat-stderr-XXXXXX";
     int fd = mkstemp(path), saved;
@@ -77,7 +69,7 @@ static inline char *tu_capture_stderr(void (*fn)(void *), void *arg)
     return buf;
 }
 
-static inline int tu_run(Suite *s)
+int tu_run(Suite *s)
 {
     SRunner *sr = srunner_create(s);
     int failed;
@@ -87,5 +79,3 @@ static inline int tu_run(Suite *s)
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
-
-#endif
