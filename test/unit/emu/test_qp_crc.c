@@ -28,222 +28,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAXC 1024
-#define WAIT_MS 20000
+#include "test/lib/qp_pair.h"
 
-struct side {
-    const char *name;
-    struct emu_engine *e;
-    struct emu_mem_table *mt;
-    struct emu_pz *pz;
-    struct emu_qp *qp;
-    struct emu_conn *c;
-    pthread_mutex_t m;
-    pthread_cond_t cv;
-    struct emu_cqe scq[MAXC];
-    int ns, nr;
-    int established, terminal;
-    bool fatal;
-    struct emu_qp_fatal f;
-};
-
-static void s_lock(struct side *s) { pthread_mutex_lock(&s->m); }
-static void s_unlock(struct side *s)
+/* A pair with CRC mode crc (negotiated as asked): small receive queues,
+ * room for 512 outstanding requests. */
+static void crc_pair_up(enum emu_crc_mode crc)
 {
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->m);
-}
-
-static void on_send_done(void *ctx, const struct emu_cqe *cqe)
-{
-    struct side *s = ctx;
-    s_lock(s);
-    if (s->ns < MAXC)
-        s->scq[s->ns] = *cqe;
-    s->ns++;
-    s_unlock(s);
-}
-
-static void on_recv_done(void *ctx, const struct emu_cqe *cqe)
-{
-    (void)cqe;
-    struct side *s = ctx;
-    s_lock(s);
-    s->nr++;
-    s_unlock(s);
-}
-
-static void on_fatal(void *ctx, const struct emu_qp_fatal *f)
-{
-    struct side *s = ctx;
-    s_lock(s);
-    s->fatal = true;
-    s->f = *f;
-    s_unlock(s);
-}
-
-static const struct emu_qp_ops qops = {on_send_done, on_recv_done, on_fatal};
-
-static void on_event(struct emu_conn *c, const struct emu_conn_event *ev, void *ctx)
-{
-    struct side *s = ctx;
-    if (ev->type == EMU_CONN_ESTABLISHED) {
-        int rc = emu_qp_attach(s->qp, c, (uint64_t)(uintptr_t)c);
-        s_lock(s);
-        s->established = rc == 0 ? 1 : -1;
-        s_unlock(s);
-        return;
-    }
-    emu_qp_flush(s->qp);
-    s_lock(s);
-    s->terminal++;
-    s_unlock(s);
-}
-
-static int on_rx(struct emu_conn *c, int fd, void *ctx)
-{
-    (void)c;
-    return emu_qp_rx(((struct side *)ctx)->qp, fd);
-}
-
-static void on_tx(struct emu_conn *c, void *ctx)
-{
-    (void)c;
-    emu_qp_tx(((struct side *)ctx)->qp);
-}
-
-static void on_detach(struct emu_conn *c, void *ctx)
-{
-    (void)c;
-    emu_qp_detach(((struct side *)ctx)->qp);
-}
-
-static const struct emu_conn_ops cops = {.event = on_event, .rx = on_rx, .tx = on_tx,
-                                         .detach = on_detach};
-
-static struct emu_conn_params g_params;
-
-static void on_request(struct emu_listener *l, const struct emu_conn_request *r, void *ctx)
-{
-    (void)l;
-    struct side *s = ctx;
-    s->c = r->conn;
-    ck_assert_int_eq(emu_conn_accept(r->conn, &g_params, NULL, 0, &cops, s), 0);
-}
-
-static const struct emu_listener_ops lops = {.request = on_request};
-
-static void deadline(struct timespec *ts, int ms)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
-/* Wait until cond holds, or the peer connection ended, or WAIT_MS. */
-#define WAIT_FOR(s, cond)                                                   \
-    ({                                                                      \
-        struct timespec ts_;                                                \
-        deadline(&ts_, WAIT_MS);                                            \
-        pthread_mutex_lock(&(s)->m);                                        \
-        while (!(cond) && (s)->terminal == 0)                               \
-            if (pthread_cond_timedwait(&(s)->cv, &(s)->m, &ts_) != 0)      \
-                break;                                                      \
-        bool ok_ = (cond);                                                  \
-        pthread_mutex_unlock(&(s)->m);                                      \
-        ok_;                                                                \
-    })
-
-static struct side A, B; /* A: active (client), B: passive (server) */
-static struct emu_listener *g_lis;
-
-static void side_setup(struct side *s, const char *name)
-{
-    memset(s, 0, sizeof *s);
-    s->name = name;
-    pthread_mutex_init(&s->m, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    ck_assert_int_eq(emu_engine_create(name, &s->e), 0);
-    struct emu_mem_limits lim = {.max_pzs = 2, .max_regions = 16, .max_windows = 4};
-    ck_assert_int_eq(emu_mem_table_create(&lim, &s->mt), EMU_MEM_OK);
-    ck_assert_int_eq(emu_mem_pz_create(s->mt, &s->pz), EMU_MEM_OK);
-    struct emu_qp_attr a = {.mem = s->mt, .pz = s->pz, .max_send_wr = 512,
-                            .max_recv_wr = 16, .max_sge = 2, .ird = 8, .ord = 8,
-                            .ops = &qops, .ctx = s};
-    ck_assert_int_eq(emu_qp_create(&a, &s->qp), 0);
-}
-
-static void pair_up(enum emu_crc_mode crc)
-{
-    side_setup(&A, "crcA");
-    side_setup(&B, "crcB");
-    struct sockaddr_in sin = {.sin_family = AF_INET};
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(emu_listener_create(B.e, (struct sockaddr *)&sin, sizeof sin, 0, &lops,
-                                         &B, &g_lis),
-                     0);
-    sin.sin_port = htons(emu_listener_port(g_lis));
-    struct emu_conn_params p = {.ird = 8, .ord = 8, .crc = crc};
-    g_params = (struct emu_conn_params){.ird = 8, .ord = 8, .crc = crc};
-    ck_assert_int_eq(emu_conn_connect(A.e, (struct sockaddr *)&sin, sizeof sin, NULL, 0, &p,
-                                      NULL, 0, &cops, &A, &A.c),
-                     0);
-    ck_assert(WAIT_FOR(&A, A.established != 0));
-    ck_assert(WAIT_FOR(&B, B.established != 0));
-    ck_assert_int_eq(A.established, 1);
-    ck_assert_int_eq(B.established, 1);
+    static const struct qpcfg cfg = {.sq = 512, .rq = 16, .sge = 2, .ird = 8, .ord = 8};
+    qp_pair_up_cfg(&cfg, &cfg, crc);
     struct emu_conn_info ia;
     ck_assert_int_eq(emu_conn_get_info(A.c, &ia), 0);
     ck_assert_int_eq(ia.crc, crc == EMU_CRC_ON);
-}
-
-static void side_teardown(struct side *s)
-{
-    if (s->c) {
-        emu_qp_detach(s->qp);
-        emu_conn_free(s->c);
-    }
-    emu_qp_destroy(s->qp);
-    emu_engine_destroy(s->e);
-    emu_mem_table_destroy(s->mt);
-}
-
-static void pair_down(void)
-{
-    emu_listener_free(g_lis);
-    side_teardown(&A);
-    side_teardown(&B);
-}
-
-static uint32_t reg(struct side *s, void *addr, uint64_t len, uint32_t acc, struct emu_mr **mr)
-{
-    uint32_t stag = 0;
-    struct emu_mr_attr ma = {.addr = addr, .length = len, .pz = s->pz, .access = acc,
-                             .va_type = EMU_VA_ABS};
-    ck_assert_int_eq(emu_mem_mr_register(s->mt, &ma, mr, &stag), EMU_MEM_OK);
-    return stag;
-}
-
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x = x * 1103515245u + 12345u;
-        p[i] = (uint8_t)(x >> 16);
-    }
-}
-
-static int post_rdma(struct side *s, enum emu_wr_op op, uint64_t cookie, void *buf,
-                     uint32_t len, uint32_t stag, uint64_t to)
-{
-    struct emu_sge sg = {buf, len};
-    struct emu_wr wr = {.cookie = cookie, .op = op, .nsge = len ? 1 : 0, .sge = &sg,
-                        .remote_stag = stag, .remote_to = to};
-    return emu_qp_post_send(s->qp, &wr);
 }
 
 /* ---- the "application" writer: another process, on a shared mapping ---- */
@@ -301,16 +96,16 @@ static struct shared *shared_map(size_t len)
 
 static void assert_no_break(void)
 {
-    s_lock(&A);
+    qp_lock(&A);
     bool fa = A.fatal;
     int ta = A.terminal;
     struct emu_qp_fatal f = A.f;
-    s_unlock(&A);
-    s_lock(&B);
+    qp_unlock(&A);
+    qp_lock(&B);
     bool fb = B.fatal;
     int tb = B.terminal;
     struct emu_qp_fatal g = B.f;
-    s_unlock(&B);
+    qp_unlock(&B);
     if (fa)
         fprintf(stderr, "A fatal: remote %d err %d term %u/%u/%u\n", f.remote, f.err,
                 f.term.layer, f.term.etype, f.term.ecode);
@@ -342,20 +137,20 @@ static int rounds(enum emu_wr_op op, void *local, uint32_t stag, void *remote)
     double t0 = now_ms();
     int ok = 0;
     while (ok < MAX_OPS && (ok < MIN_OPS || now_ms() - t0 < MIN_MS)) {
-        s_lock(&A);
+        qp_lock(&A);
         A.ns = 0;
-        s_unlock(&A);
+        qp_unlock(&A);
         for (int i = 0; i < ROUND; i++)
-            if (post_rdma(&A, op, (uint64_t)i, local, LEN, stag, (uintptr_t)remote) != 0)
+            if (qp_post_rdma(&A, op, (uint64_t)i, local, LEN, stag, (uintptr_t)remote, 0) != 0)
                 return ok;
-        if (!WAIT_FOR(&A, A.ns >= ROUND))
+        if (!QP_WAIT_LIVE(&A, A.ns >= ROUND))
             return ok;
-        s_lock(&A);
+        qp_lock(&A);
         for (int i = 0; i < ROUND; i++)
             if (A.scq[i].status == EMU_WC_SUCCESS && A.scq[i].byte_len == LEN)
                 ok++;
         int ns = A.ns;
-        s_unlock(&A);
+        qp_unlock(&A);
         if (ns != ROUND || ok % ROUND != 0)
             return ok;
     }
@@ -366,12 +161,12 @@ static int rounds(enum emu_wr_op op, void *local, uint32_t stag, void *remote)
  * completes SUCCESS (data undefined), no CRC error, no Terminate. */
 static void read_under_writer(enum emu_crc_mode crc)
 {
-    pair_up(crc);
+    crc_pair_up(crc);
     struct shared *sh = shared_map(LEN);
-    fill(sh->data, LEN, 7);
+    qp_fill(sh->data, LEN, 7);
     uint8_t *dst = malloc(LEN);
     struct emu_mr *smr;
-    uint32_t stag = reg(&B, sh->data, LEN, EMU_ACC_LOCAL_READ | EMU_ACC_REMOTE_READ, &smr);
+    uint32_t stag = qp_reg(&B, sh->data, LEN, B.pz, EMU_ACC_LOCAL_READ | EMU_ACC_REMOTE_READ, &smr);
     pid_t pid = writer_start(sh, LEN);
     int ok = rounds(EMU_WR_READ, dst, stag, sh->data);
     writer_stop(sh, pid);
@@ -380,18 +175,18 @@ static void read_under_writer(enum emu_crc_mode crc)
 
     /* Writer gone: the next Read returns exactly the region. */
     memset(dst, 0, LEN);
-    s_lock(&A);
+    qp_lock(&A);
     A.ns = 0;
-    s_unlock(&A);
-    ck_assert_int_eq(post_rdma(&A, EMU_WR_READ, 999, dst, LEN, stag, (uintptr_t)sh->data), 0);
-    ck_assert(WAIT_FOR(&A, A.ns > 0));
+    qp_unlock(&A);
+    ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_READ, 999, dst, LEN, stag, (uintptr_t)sh->data, 0), 0);
+    ck_assert(QP_WAIT_LIVE(&A, A.ns > 0));
     ck_assert_int_eq(A.scq[0].status, EMU_WC_SUCCESS);
     ck_assert_int_eq(memcmp(dst, sh->data, LEN), 0);
     assert_no_break();
 
     emu_mem_mr_free(smr, 1000);
     free(dst);
-    pair_down();
+    qp_pair_down();
     munmap(sh, sizeof *sh + LEN);
 }
 
@@ -405,22 +200,22 @@ END_TEST
  * receiver must not see a (false) CRC error. */
 static void write_under_writer(enum emu_crc_mode crc)
 {
-    pair_up(crc);
+    crc_pair_up(crc);
     struct shared *sh = shared_map(LEN);
     uint8_t *src = malloc(LEN);
-    fill(src, LEN, 11);
+    qp_fill(src, LEN, 11);
     struct emu_mr *tmr;
-    uint32_t stag = reg(&B, sh->data, LEN,
+    uint32_t stag = qp_reg(&B, sh->data, LEN, B.pz,
                         EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE | EMU_ACC_REMOTE_READ, &tmr);
     pid_t pid = writer_start(sh, LEN);
     int ok = rounds(EMU_WR_WRITE, src, stag, sh->data);
     /* A Read behind the last Writes: all of them were received and checked. */
     uint8_t *back = malloc(LEN);
-    s_lock(&A);
+    qp_lock(&A);
     A.ns = 0;
-    s_unlock(&A);
-    int prc = post_rdma(&A, EMU_WR_READ, 999, back, LEN, stag, (uintptr_t)sh->data);
-    bool rd = prc == 0 && WAIT_FOR(&A, A.ns > 0);
+    qp_unlock(&A);
+    int prc = qp_post_rdma(&A, EMU_WR_READ, 999, back, LEN, stag, (uintptr_t)sh->data, 0);
+    bool rd = prc == 0 && QP_WAIT_LIVE(&A, A.ns > 0);
     writer_stop(sh, pid);
     assert_no_break();
     ck_assert_int_ge(ok, MIN_OPS);
@@ -429,7 +224,7 @@ static void write_under_writer(enum emu_crc_mode crc)
     emu_mem_mr_free(tmr, 1000);
     free(back);
     free(src);
-    pair_down();
+    qp_pair_down();
     munmap(sh, sizeof *sh + LEN);
 }
 
