@@ -13,29 +13,27 @@
 #define PROV(h) (*(DAT_PROVIDER *const *)(h))
 #define NOT_IMPL DR_ERR(DAT_NOT_IMPLEMENTED, DAT_NO_SUBTYPE)
 
+/* Binds p_ to h's provider table, or returns the error a bad handle or a
+ * missing slot gets. */
+#define PROV_OR_RETURN(h, sub, slot)                                        \
+    const DAT_PROVIDER *p_;                                                 \
+    if (!(h))                                                               \
+        return DR_ERR(DAT_INVALID_HANDLE, sub);                             \
+    p_ = PROV(h);                                                           \
+    if (!p_)                                                                \
+        return DR_ERR(DAT_INVALID_HANDLE, sub);                             \
+    if (!p_->slot)                                                          \
+        return NOT_IMPL
+
 #define DISPATCH(h, sub, slot, ...)                                         \
     do {                                                                    \
-        const DAT_PROVIDER *p_;                                             \
-        if (!(h))                                                           \
-            return DR_ERR(DAT_INVALID_HANDLE, sub);                         \
-        p_ = PROV(h);                                                       \
-        if (!p_)                                                            \
-            return DR_ERR(DAT_INVALID_HANDLE, sub);                         \
-        if (!p_->slot)                                                      \
-            return NOT_IMPL;                                                \
+        PROV_OR_RETURN(h, sub, slot);                                       \
         return p_->slot(h, __VA_ARGS__);                                    \
     } while (0)
 
 #define DISPATCH0(h, sub, slot)                                             \
     do {                                                                    \
-        const DAT_PROVIDER *p_;                                             \
-        if (!(h))                                                           \
-            return DR_ERR(DAT_INVALID_HANDLE, sub);                         \
-        p_ = PROV(h);                                                       \
-        if (!p_)                                                            \
-            return DR_ERR(DAT_INVALID_HANDLE, sub);                         \
-        if (!p_->slot)                                                      \
-            return NOT_IMPL;                                                \
+        PROV_OR_RETURN(h, sub, slot);                                       \
         return p_->slot(h);                                                 \
     } while (0)
 

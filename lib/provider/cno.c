@@ -37,6 +37,15 @@ static const struct sd_handle_ops cno_ops = {
     .release = cno_release,
 };
 
+/* Shared head of both creates: the handle argument (ARG3) and the object. */
+static DAT_RETURN cno_new(struct sd_ia *ia, DAT_CNO_HANDLE *cno_handle, struct sd_cno **out)
+{
+    if (cno_handle == NULL)
+        return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    *out = (struct sd_cno *)sd_handle_alloc(&cno_ops, ia);
+    return *out != NULL ? DAT_SUCCESS : SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+}
+
 /* Shared tail of both creates: the core is initialised by init(). */
 static DAT_RETURN cno_publish(struct sd_cno *cno, DAT_CNO_HANDLE *cno_handle)
 {
@@ -55,15 +64,9 @@ static DAT_RETURN sd_cno_create(DAT_IA_HANDLE ia_handle, DAT_OS_WAIT_PROXY_AGENT
     DAT_RETURN rc = sd_ia_get(ia_handle, &ia);
     if (rc != DAT_SUCCESS)
         return rc;
-    if (cno_handle == NULL) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    struct sd_cno *cno;
+    if ((rc = cno_new(ia, cno_handle, &cno)) != DAT_SUCCESS)
         goto out;
-    }
-    struct sd_cno *cno = (struct sd_cno *)sd_handle_alloc(&cno_ops, ia);
-    if (cno == NULL) {
-        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        goto out;
-    }
     rc = sd_cnoq_init(&cno->c, agent);
     if (rc != DAT_SUCCESS) {
         sd_handle_discard(&cno->h);
@@ -88,15 +91,9 @@ static DAT_RETURN sd_cno_fd_create(DAT_IA_HANDLE ia_handle, DAT_FD *os_fd, DAT_C
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
         goto out;
     }
-    if (cno_handle == NULL) {
-        rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
+    struct sd_cno *cno;
+    if ((rc = cno_new(ia, cno_handle, &cno)) != DAT_SUCCESS)
         goto out;
-    }
-    struct sd_cno *cno = (struct sd_cno *)sd_handle_alloc(&cno_ops, ia);
-    if (cno == NULL) {
-        rc = SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-        goto out;
-    }
     int fd = -1;
     rc = sd_cnoq_init_fd(&cno->c, &fd);
     if (rc != DAT_SUCCESS) {
