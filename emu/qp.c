@@ -461,10 +461,15 @@ bool qp_engine_parked(struct emu_qp *qp)
            atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed) > emu_now_us();
 }
 
-static void flush_deferred(struct emu_qp *qp)
+/* Send the probe answers kept for the next bytes this QP sends: now
+ * (force), or once they have waited QP_DEFER_US for such bytes. */
+static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */
     if (!atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
+        return;
+    if (!force &&
+        emu_now_us() - atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed) < QP_DEFER_US)
         return;
     pthread_mutex_lock(&qp->tx.lock);
     if (atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed) && !qp->tx.want_tx)
@@ -513,7 +518,7 @@ static int consumer_rx_run(struct emu_qp *qp)
 
 int emu_qp_rx(struct emu_qp *qp, int fd)
 {
-    flush_deferred(qp);
+    flush_deferred(qp, true);
     if (leased_to_consumer(qp)) {
         atomic_store_explicit(&qp->poll.engine_parked, true, memory_order_relaxed);
         return EMU_RX_PAUSE;
@@ -545,11 +550,13 @@ void emu_qp_tx(struct emu_qp *qp)
 
 int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
 {
-    /* Every 64th pass runs every QP whatever poll says: a safety net for a
-     * QP whose readiness poll cannot see (its socket changed under us). */
+    /* Every 1024th pass runs every QP whatever poll says: a safety net for a
+     * QP whose readiness poll cannot see (its socket changed under us). It
+     * costs a recv(2) per QP, so not too often: a spinning consumer makes
+     * millions of passes. */
     static _Thread_local unsigned tick;
     int made = 0;
-    if (n < 2 || n > QP_POLL_MANY || (++tick & 63u) == 0) {
+    if (n < 2 || n > QP_POLL_MANY || (++tick & 1023u) == 0) {
         for (unsigned i = 0; i < n; i++)
             made += emu_qp_progress(qps[i]);
         return made;
@@ -568,7 +575,7 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
             atomic_load_explicit(&qps[i]->poll.rx_held, memory_order_relaxed))
             made += emu_qp_progress(qps[i]);
         else
-            flush_deferred(qps[i]);
+            flush_deferred(qps[i], false);
     }
     return made;
 }
@@ -577,7 +584,7 @@ int emu_qp_progress(struct emu_qp *qp)
 {
     if (!qp)
         return 0;
-    flush_deferred(qp);
+    flush_deferred(qp, false);
     if (pthread_mutex_trylock(&qp->rx.lock) != 0)
         return 0;
     int n = 0;
@@ -619,7 +626,7 @@ static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirme
     *confirmed = qp->rx.confirmed;
     bool probes = qp->rx.peer_probes;
     pthread_mutex_unlock(&qp->rx.lock);
-    flush_deferred(qp); /* answers kept for the next bytes sent: send them now */
+    flush_deferred(qp, true); /* answers kept for the next bytes sent: send them now */
     return live && probes;
 }
 

@@ -20,6 +20,7 @@
 #define QP_POLL_GAP_US 5u               /* polling passes further apart (time the polling
                                            thread spent outside them and its posts) start a new run */
 #define QP_POLL_HOT_US 50u              /* a run this long earns the lease (emu_qp_poll_lease) */
+#define QP_DEFER_US 10u                 /* a kept probe answer waits this long for bytes to ride with */
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
 #define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */
@@ -212,6 +213,7 @@ struct qp_irq {
     atomic_bool deferred;       /* a zero-length Read's answer waits for the next pump (qp_rx.c);
                                    written under tx.lock or by the receive path, read without
                                    either by pollers */
+    _Atomic uint64_t deferred_us; /* emu_now_us() when the oldest deferred answer was kept */
 };
 
 /* Receive stream (rx.lock): the FPDU state machine, the receive in

@@ -327,6 +327,7 @@ static int rx_run(struct emu_qp *qp, int fd)
         if (rc != 0)
             return rc;
         ssize_t n;
+        size_t asked;
         /* CRC on: no placement in place. The CRC must cover the bytes that
          * came off the wire, not the target memory read back afterwards:
          * the target's owner may write into it meanwhile (undefined data,
@@ -353,6 +354,9 @@ static int rx_run(struct emu_qp *qp, int fd)
             iov[k].iov_len = QP_DIRECT_TAIL;
             k++;
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = k};
+            asked = 0;
+            for (uint32_t i = 0; i < k; i++)
+                asked += iov[i].iov_len;
             n = emu_wire_recv(qp->link.c, fd, &mh, MSG_DONTWAIT);
             if (n > 0) {
                 size_t direct = qp->rx.pay_left - QP_RX_ORDERED_TAIL;
@@ -369,7 +373,8 @@ static int rx_run(struct emu_qp *qp, int fd)
                 memmove(qp->rx.pf, qp->rx.pf + qp->rx.pf_off, keep);
             qp->rx.pf_off = 0;
             qp->rx.pf_len = keep;
-            n = emu_wire_recv1(qp->link.c, fd, qp->rx.pf + keep, QP_PF_SIZE - keep, MSG_DONTWAIT);
+            asked = QP_PF_SIZE - keep;
+            n = emu_wire_recv1(qp->link.c, fd, qp->rx.pf + keep, asked, MSG_DONTWAIT);
             if (n > 0)
                 qp->rx.pf_len = keep + (uint32_t)n;
         }
@@ -387,6 +392,11 @@ static int rx_run(struct emu_qp *qp, int fd)
                 qp_fatal(qp, false, NULL, err);
             return -err;
         }
+        /* A short read emptied the socket: no recv(2) just to learn EAGAIN.
+         * Readiness is level-triggered (the engine's watcher, the polling
+         * thread's poll(2)): bytes that come later are seen then. */
+        if ((size_t)n < asked)
+            break;
     }
     int rc = process(qp);
     return rc != 0 ? rc : EMU_RX_OK;

@@ -429,15 +429,19 @@ static int rreq_finish(struct emu_qp *qp)
     /* A zero-length Read met by a polling consumer thread (a placement
      * probe, typically right behind the data this thread is about to hand
      * to its application): answer it with the next bytes this QP sends, or
-     * at the next poll, so that the answer does not cost a system call in
-     * front of the application seeing its data. Only while the engine is
+     * at a poll QP_DEFER_US later, so that the answer costs no system call
+     * of its own in front of the application seeing its data, nor between
+     * that and the application's reply (a ping-pong's reply carries it).
+     * Only while the engine is
      * parked by a lease: its timer then flushes the answer at the latest
      * when the lease runs out, whatever this thread does next. (The engine
      * itself never runs this parked: emu_qp_rx clears engine_parked before
      * it reads.) */
-    if (r->size == 0 && qp_engine_parked(qp))
+    if (r->size == 0 && qp_engine_parked(qp)) {
+        if (!atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
+            atomic_store_explicit(&qp->irq.deferred_us, emu_now_us(), memory_order_relaxed);
         atomic_store_explicit(&qp->irq.deferred, true, memory_order_relaxed);
-    else
+    } else
         tx_kick(qp);
     return 0;
 }
