@@ -156,6 +156,33 @@ def iperf(record):
         pass
 
 
+CONNS = 500
+
+
+def connect_rate(top, record):
+    """Connection setup: Debian's dtestcm over softdat (N connects in one
+    burst, timed until all are established) beside softdat-perf's raw-TCP
+    connect/accept burst of the same N, measured the same way."""
+    env = dict(os.environ, DAT_OVERRIDE=os.path.join(top, "build/dat.conf"))
+    env.pop("LD_LIBRARY_PATH", None)
+    perf = os.path.join(top, "build/bin/softdat-perf")
+    raw = run([perf, "--connect-rate", str(CONNS), "--json"], stdout_only=True)
+    try:
+        raw_cps = json.loads(raw)["cps"]
+    except (ValueError, KeyError):
+        return
+    srv = Server(["timeout", "60", "dtestcm", "-s", "-P", "softdat-lo", "-c", str(CONNS)], env=env, wait_s=1.0)
+    try:
+        out = run(["timeout", "60", "dtestcm", "-P", "softdat-lo", "-h", "127.0.0.1", "-c", str(CONNS)], env=env)
+    finally:
+        srv.stop()
+    m = re.search(r"Connections:\s+[\d.]+\s+usec,\s+CPS\s+([\d.]+)", out)
+    if m:
+        record("dtestcm over softdat (burst of %d)" % CONNS, ("conn_rate", CONNS), float(m.group(1)), raw_cps,
+               "conn/s")
+    record("raw TCP connect/accept (softdat-perf)", ("conn_rate", CONNS), raw_cps, None, "conn/s")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--top", required=True)
@@ -196,6 +223,8 @@ def main():
             sockperf(record)
         if have("iperf3"):
             iperf(record)
+        if have("dtestcm"):
+            connect_rate(a.top, record)
     base = {}
     for (name, key), s in samples.items():
         if name.startswith("raw TCP"):
@@ -214,6 +243,8 @@ def main():
             lat = s["unit"] == "us"
             b = base.get(("tcp_lat" if lat else "tcp_bw", key[1]))
             ratio = med / b if b else None
+            if key[0] == "conn_rate":
+                ratio = 1.0
         fig = "%s %s" % (key[0], size_name(key[1]))
         print("%-42s %-22s %8.3f %-2s %9.3f-%-9.3f %8s" % (name, fig, med, s["unit"][:4], min(v), max(v),
                                                            "%.2f" % ratio if ratio is not None else "-"))

@@ -41,6 +41,8 @@ static void usage(FILE *out)
             "      --crc on|off|auto  set SOFTDAT_CRC before dat_ia_open (start the server\n"
             "                         with the same choice)\n"
             "      --raw-tcp          only the raw-TCP baseline (no DAT; server: no IA)\n"
+            "      --connect-rate N   no server: N raw TCP connections set up in one burst on\n"
+            "                         127.0.0.1, timed as dtestcm times DAT connections\n"
             "      --compare          the DAT tests, then the raw-TCP baseline, side by side\n"
             "      --json             print the results as JSON instead of a table\n"
             "      --persist          server: keep serving after a client session\n"
@@ -275,7 +277,7 @@ static void print_json(const struct perf_opts *o, const struct perf_results *res
 
 int main(int argc, char **argv)
 {
-    enum { O_CRC = 256, O_RAW, O_COMPARE, O_JSON, O_PERSIST, O_TIMEOUT, O_IDLE };
+    enum { O_CRC = 256, O_RAW, O_COMPARE, O_JSON, O_PERSIST, O_TIMEOUT, O_IDLE, O_CONNRATE };
     static const struct option longopts[] = {
         { "server", no_argument, NULL, 's' },
         { "client", required_argument, NULL, 'c' },
@@ -289,6 +291,7 @@ int main(int argc, char **argv)
         { "poll", no_argument, NULL, 'W' },
         { "crc", required_argument, NULL, O_CRC },
         { "raw-tcp", no_argument, NULL, O_RAW },
+        { "connect-rate", required_argument, NULL, O_CONNRATE },
         { "compare", no_argument, NULL, O_COMPARE },
         { "json", no_argument, NULL, O_JSON },
         { "persist", no_argument, NULL, O_PERSIST },
@@ -301,7 +304,7 @@ int main(int argc, char **argv)
     };
     struct perf_opts o;
     int opt;
-    long v;
+    long v, conn_rate = 0;
 
     if (argc > 0 && argv[0] != NULL && strrchr(argv[0], '/') != NULL)
         perf_prog = strrchr(argv[0], '/') + 1;
@@ -359,6 +362,10 @@ int main(int argc, char **argv)
             else goto bad;
             break;
         case O_RAW: o.raw_only = 1; break;
+        case O_CONNRATE:
+            if (parse_long(optarg, 1, 100000, &conn_rate) != 0)
+                goto bad;
+            break;
         case O_COMPARE: o.compare = 1; break;
         case O_JSON: o.json = 1; break;
         case O_PERSIST: o.persist = 1; break;
@@ -387,6 +394,10 @@ int main(int argc, char **argv)
             any |= o.tests[t];
         if (!any)
             select_test(&o, "all");
+    }
+    if (conn_rate > 0) {
+        signal(SIGPIPE, SIG_IGN);
+        return perf_connect_rate(&o, conn_rate);
     }
     if (o.server == (o.host != NULL)) {
         fprintf(stderr, "%s: give exactly one of -s (server) and -c HOST (client)\n", perf_prog);

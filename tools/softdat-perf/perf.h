@@ -138,4 +138,8 @@ int raw_serve_conn(const struct perf_opts *o, int fd, int *last);
 /* counters.c: -v prints the IB extension counters after a run. */
 void perf_print_counters(DAT_IA_HANDLE ia, DAT_EP_HANDLE ep, DAT_EVD_HANDLE evd);
 
+/* --connect-rate N (connrate.c): N raw TCP connections set up in one burst
+ * on loopback, the baseline of dtestcm's connection rate. */
+int perf_connect_rate(const struct perf_opts *o, long n);
+
 #endif
