@@ -128,6 +128,11 @@ for t in send_lat write_lat read_lat send_bw write_bw read_bw; do
     done
 done
 
+# The connection-setup baseline: a burst of raw TCP connects, timed.
+line=$("$PERF" --connect-rate 50 2>&1 | grep '^connect_rate')
+[[ $line =~ ^connect_rate\ +50\ connections\ in\ [0-9.]+\ s:\ [0-9.]+\ us\ per\ connection,\ CPS\ [0-9.]+$ ]] &&
+    ok "--connect-rate 50: $line" || notok "--connect-rate 50: '$line'"
+
 # With -v, a result line per (test, size) went to stderr, for DAT and raw TCP.
 n_dat=$(grep -c '^softdat-perf: dat ' "$tmp/cli.err")
 n_raw=$(grep -c '^softdat-perf: raw ' "$tmp/cli.err")
