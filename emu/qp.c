@@ -462,15 +462,22 @@ bool qp_engine_parked(struct emu_qp *qp)
 }
 
 /* Send the probe answers kept for the next bytes this QP sends: now
- * (force), or once they have waited QP_DEFER_US for such bytes. */
+ * (force), or once they have waited QP_DEFER_US for such bytes, or at
+ * once on a QP that has not posted for QP_DEFER_RECENT_US. */
 static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */
     if (!atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
         return;
-    if (!force &&
-        emu_now_us() - atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed) < QP_DEFER_US)
-        return;
+    if (!force) {
+        /* Only a QP that sends now and then (a ping-pong's replies) is
+         * worth waiting for: a pure receiver's answers go at once, or the
+         * peer's Writes complete QP_DEFER_US later. */
+        uint64_t now = emu_now_us();
+        if (now - atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed) < QP_DEFER_US &&
+            now - atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed) < QP_DEFER_RECENT_US)
+            return;
+    }
     pthread_mutex_lock(&qp->tx.lock);
     if (atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed) && !qp->tx.want_tx)
         qp_tx_pump(qp);
@@ -796,6 +803,7 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
         pthread_mutex_unlock(&qp->tx.lock);
         return -ENOSPC;
     }
+    atomic_store_explicit(&qp->poll.last_post_us, emu_now_us(), memory_order_relaxed);
     struct sq_wqe *w = sq_at(qp, qp->tx.sq_tail);
     struct emu_sge *sge = w->sge;
     memset(w, 0, sizeof *w);

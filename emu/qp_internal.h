@@ -20,7 +20,8 @@
 #define QP_POLL_GAP_US 5u               /* polling passes further apart (time the polling
                                            thread spent outside them and its posts) start a new run */
 #define QP_POLL_HOT_US 50u              /* a run this long earns the lease (emu_qp_poll_lease) */
-#define QP_DEFER_US 10u                 /* a kept probe answer waits this long for bytes to ride with */
+#define QP_DEFER_US 10u                 /* a kept probe answer waits this long for bytes to ride with, */
+#define QP_DEFER_RECENT_US 200u         /* on a QP that posted this recently (it answers, ping-pong) */
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
 #define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */
@@ -281,6 +282,7 @@ struct qp_poll {
     atomic_bool off;            /* the consumer met the end of the stream: no more leases */
     atomic_bool engine_parked;  /* the engine paused reading for a lease, its timer armed */
     atomic_bool rx_held;        /* input waits in the QP (RNR stall), not in the socket */
+    _Atomic uint64_t last_post_us; /* emu_now_us() of the last send-queue post */
 };
 
 /* Lock order: rx.lock -> tx.lock; rx.lock -> rq.lock / SRQ lock. tx.lock
