@@ -16,8 +16,11 @@
 #   peer killed (SIGKILL) mid-stream: the survivor's DTOs complete and its
 #   connection event arrives at once (the kernel closes the dead peer's
 #   socket).
-# Exit 0 pass, 77 skip (no namespaces), else fail; the netem cases are
-# skipped (reported) where the kernel has no sch_netem.
+# Exit 0 pass, 77 skip (no namespaces), else fail. Where the kernel has no
+# sch_netem, the same delay/loss/reordering/duplication cases run over a
+# second link between the namespaces made of two TUN devices and
+# test/helpers/tun_impair, a userspace netem (skipped, reported, only if
+# TUN devices cannot be created either).
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck shell=bash source=test/e2e/lib/interop.sh
 . "$here/lib/interop.sh"
@@ -49,11 +52,15 @@ qdisc() { # "QDISC args" | "" (none): on both ends of the link
     tc qdisc add dev sd-va root $1 && ns_exec tc qdisc add dev sd-vb root $1
 }
 
+# The IAs and server address the cases use: the veth link by default, the
+# TUN link (tun_case) while it is up.
+IA_A=softdat-nsa IA_B=softdat-nsb ADDR_B=$NS_B
+
 # start_server MODE: the server in namespace B (PID SRV), waits for "listening".
 start_server() {
     PORT=$((PORT + 1))
     ns_exec env DAT_OVERRIDE="$NS_CONF" SOFTDAT_PEER_TIMEOUT_MS="${PTO:-}" \
-        timeout 90 "$peer" server softdat-nsb "$PORT" "$1" >"$IL_TMP/srv.log" 2>&1 &
+        timeout 90 "$peer" server "$IA_B" "$PORT" "$1" >"$IL_TMP/srv.log" 2>&1 &
     SRV=$!
     il_pids+=("$SRV")
     local i=0
@@ -66,13 +73,17 @@ start_server() {
 
 client() { # MODE [SECONDS]
     env DAT_OVERRIDE="$NS_CONF" SOFTDAT_PEER_TIMEOUT_MS="${PTO:-}" \
-        timeout 90 "$peer" client softdat-nsa "$NS_B" "$PORT" "$@" >"$IL_TMP/cli.log" 2>&1
+        timeout 90 "$peer" client "$IA_A" "$ADDR_B" "$PORT" "$@" >"$IL_TMP/cli.log" 2>&1
 }
 
 show() { il_show client "$IL_TMP/cli.log" 8; il_show server "$IL_TMP/srv.log" 8; }
 
 verify_case() { # label "qdisc args"
     qdisc "$2" || { il_notok "$1: cannot apply $2"; return; }
+    verify_run "$1" "${2:-no qdisc}"
+}
+
+verify_run() { # label what
     local t0=$SECONDS
     if ! start_server verify; then
         il_notok "$1: server did not start"; show; return
@@ -82,11 +93,57 @@ verify_case() { # label "qdisc args"
     wait "$SRV"
     local src=$?
     if [ $crc -eq 0 ] && [ $src -eq 0 ] && grep -q '^verified 24 rounds' "$IL_TMP/cli.log"; then
-        il_ok "$1 (${2:-no qdisc}): 24 rounds, 9 MiB moved, every byte checked ($((SECONDS - t0)) s)"
+        il_ok "$1 ($2): 24 rounds, 9 MiB moved, every byte checked ($((SECONDS - t0)) s)"
     else
-        il_notok "$1 (${2:-no qdisc}): client $crc, server $src"; show
+        il_notok "$1 ($2): client $crc, server $src"; show
     fi
 }
+
+# The userspace netem: two TUN devices, sd-ta here (10.78.0.1) and sd-tb in
+# namespace B (10.78.0.2), joined by tun_impair with the given impairments
+# for the duration of one case; the devices vanish with it.
+TUN_A=10.78.0.1 TUN_B=10.78.0.2 TUN_N=0
+impair=$BUILD/test/helpers/tun_impair
+tun_case() { # label "tun_impair args"
+    # Fresh device names per case: a closed TUN device goes a moment later.
+    TUN_N=$((TUN_N + 1))
+    local ta=sd-ta$TUN_N tb=sd-tb$TUN_N
+    rm -f "$IL_TMP/tun.log" # its "ready" must be this run's
+    "$impair" "$ta" "$tb" $2 --seed 13 --time 120 >"$IL_TMP/tun.log" 2>&1 &
+    local tun=$! i=0
+    il_pids+=("$tun")
+    until grep -q '^ready' "$IL_TMP/tun.log" 2>/dev/null; do
+        i=$((i + 1))
+        if [ $i -gt 50 ] || ! kill -0 "$tun" 2>/dev/null; then
+            il_notok "$1: tun_impair did not start: $(head -1 "$IL_TMP/tun.log")"; return
+        fi
+        sleep 0.1
+    done
+    if ! ip link set "$tb" netns "$NS_PID" 2>"$IL_TMP/tun.err" ||
+        ! ip addr add "$TUN_A" peer "$TUN_B" dev "$ta" 2>>"$IL_TMP/tun.err" ||
+        ! ip link set "$ta" up 2>>"$IL_TMP/tun.err" ||
+        ! ns_exec sh -c "ip addr add $TUN_B peer $TUN_A dev $tb && ip link set $tb up" 2>>"$IL_TMP/tun.err"; then
+        il_notok "$1: cannot set up the TUN link: $(tr '\n' ' ' <"$IL_TMP/tun.err")"
+        kill "$tun"; wait "$tun" 2>/dev/null; return
+    fi
+    IA_A=softdat-ta IA_B=softdat-tb ADDR_B=$TUN_B
+    verify_run "$1" "userspace netem: tun_impair $2"
+    IA_A=softdat-nsa IA_B=softdat-nsb ADDR_B=$NS_B
+    kill "$tun"
+    wait "$tun" 2>/dev/null
+    il_note "$(grep '^tun_impair:' "$IL_TMP/tun.log")"
+}
+
+# Can this kernel give us TUN devices (the userspace netem's link)?
+HAVE_TUN=0
+if [ -x "$impair" ] && [ -c /dev/net/tun ]; then
+    "$impair" sd-tprobe-a sd-tprobe-b --time 0.2 >/dev/null 2>&1 && HAVE_TUN=1
+fi
+# softdat IAs on the TUN link's addresses.
+awk -v a="$TUN_A" -v b="$TUN_B" '
+    $1 == "softdat-nsa" { l = $0; sub(/^softdat-nsa /, "softdat-ta ", l); sub(/"10\.77\.0\.1"/, "\"" a "\"", l); print l }
+    $1 == "softdat-nsb" { l = $0; sub(/^softdat-nsb /, "softdat-tb ", l); sub(/"10\.77\.0\.2"/, "\"" b "\"", l); print l }
+    ' "$NS_CONF" >>"$NS_CONF.tun" && cat "$NS_CONF.tun" >>"$NS_CONF"
 
 verify_case "no faults" ""
 if [ $HAVE_TBF = 1 ]; then
@@ -100,8 +157,15 @@ if [ $HAVE_NETEM = 1 ]; then
     verify_case "reordering" "netem delay 2ms reorder 25% 50%"
     verify_case "duplication" "netem duplicate 5%"
     verify_case "everything at once" "netem delay 4ms 2ms loss 1% duplicate 2% reorder 10% 50%"
+elif [ $HAVE_TUN = 1 ]; then
+    il_note "no sch_netem in this kernel: the netem cases run over TUN devices and tun_impair (userspace netem)"
+    tun_case "delay and jitter (reorders)" "--delay 8 --jitter 4"
+    tun_case "loss" "--loss 3"
+    tun_case "reordering" "--delay 2 --reorder 25"
+    tun_case "duplication" "--dup 5"
+    tun_case "everything at once" "--delay 4 --jitter 2 --loss 1 --dup 2 --reorder 10"
 else
-    il_skip "netem delay, loss, reordering, duplication: sch_netem unavailable in this kernel (Error: Specified qdisc kind is unknown)"
+    il_skip "netem delay, loss, reordering, duplication: no sch_netem in this kernel and no TUN devices for the userspace netem"
 fi
 qdisc ""
 
