@@ -252,6 +252,7 @@ static void tx_clear(struct emu_qp *qp)
     qp->orq.probes_out = 0;
     qp->tx.unacked = 0;
     qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
+    qp->tx.uncovered_bytes = 0;
     memset(&qp->tx.cur, 0, sizeof qp->tx.cur);
     qp_tx_batch_reset(&qp->tx.tb);
 }

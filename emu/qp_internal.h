@@ -47,6 +47,11 @@ struct rd_ent {
 /* Placement probes in flight towards a softdat peer, which answers them
  * beyond its IRD (towards other peers: one, within the negotiated ORD). */
 #define QP_PROBES_MAX 32u
+/* While a probe is out, the next one waits for its answer unless this many
+ * bytes, or a quarter of the send queue, would wait behind it: small
+ * messages share a probe (one answer per batch, not per message), large
+ * ones each get their own (a pipeline's Writes complete as they land). */
+#define QP_PROBE_BATCH_BYTES (64u * 1024u)
 /* How long emu_qp_quiesce waits for the peer's probe behind the last
  * message placed (one round trip on a loaded host). */
 #define QP_CONFIRM_WAIT_US 200000u
@@ -179,6 +184,7 @@ struct qp_tx {
     uint32_t msn[EMU_QN_COUNT];
     uint32_t unacked;           /* WQ_ACK entries */
     uint32_t ack_tail;          /* one past the last started WR that needs confirming */
+    uint64_t uncovered_bytes;   /* bytes of the WRs started since the last Read Request */
     uint32_t read_seq;          /* source of our Read sink tags */
     struct emu_term term_out;
     struct txcur cur;

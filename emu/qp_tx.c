@@ -247,8 +247,10 @@ static bool start_sq(struct emu_qp *qp)
         }
         w->st = WQ_TX;
         qp->tx.sq_tx++;
-        if (needs_ack(qp, w))
+        if (needs_ack(qp, w)) {
             qp->tx.ack_tail = qp->tx.sq_tx;
+            qp->tx.uncovered_bytes += w->len;
+        }
         c->kind = TXK_SQ;
         return true;
     }
@@ -309,6 +311,9 @@ static bool probe_due(const struct emu_qp *qp, bool sq_dry)
     if (qp->link.caps != 0 ? qp->orq.probes_out >= QP_PROBES_MAX
                       : qp->orq.probes_out > 0 || qp->orq.reads_out >= qp->link.ord)
         return false;
+    if (qp->orq.probes_out > 0 && qp->tx.uncovered_bytes < QP_PROBE_BATCH_BYTES &&
+        (uint32_t)uncovered * 4 < qp->tx.sq_cap)
+        return false; /* the answer to the probe out brings the next one (rresp_finish) */
     return sq_dry || (uint32_t)uncovered * 2 >= qp->tx.sq_cap;
 }
 
@@ -323,6 +328,7 @@ static void cover_upto(struct emu_qp *qp, uint32_t idx)
 {
     if ((int32_t)(idx - qp->orq.covered) > 0)
         qp->orq.covered = idx;
+    qp->tx.uncovered_bytes = 0;
 }
 
 static bool start_probe(struct emu_qp *qp)

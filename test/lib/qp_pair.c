@@ -179,7 +179,8 @@ static void side_setup(struct qp_side *s, const char *name, const struct qpcfg *
     struct emu_qp_attr a = {.mem = s->mt, .pz = s->pz, .max_send_wr = q->sq,
                             .max_recv_wr = q->rq, .max_sge = q->sge,
                             .max_message_size = q->max_msg, .ird = q->ird, .ord = q->ord,
-                            .rfc7306 = q->rfc7306, .srq = q->srq, .ops = &qp_qops, .ctx = s};
+                            .rfc7306 = q->rfc7306, .placement_ack = q->ib, .srq = q->srq,
+                            .ops = &qp_qops, .ctx = s};
     ck_assert_int_eq(emu_qp_create(&a, &s->qp), 0);
 }
 
@@ -237,9 +238,9 @@ void qp_pair_up_cfg(const struct qpcfg *qa, const struct qpcfg *qb, enum emu_crc
                                          &B, &qp_lis),
                      0);
     sin.sin_port = htons(emu_listener_port(qp_lis));
-    struct emu_conn_params p = {.ird = qa->ird, .ord = qa->ord, .crc = crc,
+    struct emu_conn_params p = {.ird = qa->ird, .ord = qa->ord, .crc = crc, .probes = qa->ib,
                                 .no_p2p = qp_no_p2p, .no_caps = qp_no_caps == 1};
-    qp_params = (struct emu_conn_params){.ird = qb->ird, .ord = qb->ord, .crc = crc,
+    qp_params = (struct emu_conn_params){.ird = qb->ird, .ord = qb->ord, .crc = crc, .probes = qb->ib,
                                         .no_caps = qp_no_caps == 2};
     ck_assert_int_eq(emu_conn_connect(A.e, (struct sockaddr *)&sin, sizeof sin, NULL, 0, &p,
                                       NULL, 0, &qp_cops, &A, &A.c),

@@ -51,6 +51,7 @@ struct qpcfg {
     uint16_t ird, ord;
     uint64_t max_msg;
     bool rfc7306;
+    bool ib;                    /* InfiniBand semantics: placement probes (placement_ack) */
     struct emu_srq *srq;
 };
 

@@ -66,6 +66,51 @@ START_TEST(t_send_sizes)
 }
 END_TEST
 
+/* InfiniBand semantics: every Send and Write completes only once a
+ * placement probe behind it is answered. A burst of small Sends shares
+ * probes (while one is out, the next waits for its answer: one answer per
+ * batch, not per message); Writes of 64 KiB or more each get their own, so
+ * that a pipeline's Writes complete as they land. Every WR completes. */
+START_TEST(t_probes_batch_small_messages)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true;
+    qp_pair_up_cfg(&ib, &ib, EMU_CRC_DEFAULT);
+    enum { NSEND = 400, NWRITE = 8, WLEN = 128 * 1024 };
+    static uint8_t small[64], rbuf[NSEND][64];
+    for (int i = 0; i < NSEND; i++)
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){rbuf[i], 64}), 0);
+    struct emu_qp_stats st0, st1, st2;
+    emu_qp_get_stats(A.qp, &st0);
+    for (int i = 0; i < NSEND; i++)
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, small, sizeof small, 0), 0);
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= NSEND));
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= NSEND));
+    emu_qp_get_stats(A.qp, &st1);
+    uint64_t small_probes = st1.placement_probes - st0.placement_probes;
+    ck_assert_msg(small_probes >= 1 && small_probes <= NSEND / 8, "%llu probes for %d Sends",
+                  (unsigned long long)small_probes, NSEND);
+    uint8_t *src = malloc(WLEN), *dst = malloc(WLEN);
+    qp_fill(src, WLEN, 3);
+    struct emu_mr *mr;
+    uint32_t stag = qp_reg(&B, dst, WLEN, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE, &mr);
+    for (int i = 0; i < NWRITE; i++)
+        ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_WRITE, 1000 + (uint64_t)i, src, WLEN, stag, (uintptr_t)dst, 0), 0);
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= NSEND + NWRITE));
+    emu_qp_get_stats(A.qp, &st2);
+    uint64_t write_probes = st2.placement_probes - st1.placement_probes;
+    ck_assert_msg(write_probes >= NWRITE / 2, "%llu probes for %d Writes of 128 KiB",
+                  (unsigned long long)write_probes, NWRITE);
+    for (int i = 0; i < NSEND + NWRITE; i++)
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    ck_assert_int_eq(memcmp(src, dst, WLEN), 0);
+    ck_assert_int_eq(emu_mem_mr_free(mr, 1000), EMU_MEM_OK);
+    free(src);
+    free(dst);
+    qp_pair_down();
+}
+END_TEST
+
 /* emu/wire_io.h: the observer sees every byte sent and received, the
  * handshake included: once the traffic settles, the bytes it saw leave
  * (both sides live in this process) are the bytes it saw arrive, and the
@@ -1177,6 +1222,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("qp");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, t_send_sizes);
+    tcase_add_test(tc, t_probes_batch_small_messages);
     tcase_add_test(tc, t_wire_observer);
     tcase_add_test(tc, t_progress_many);
     tcase_add_test(tc, t_send_multi_sge);
