@@ -22,6 +22,13 @@
 #   examples/*.c          -> examples/NAME  (annotated DAT programs; libdat2 only)
 
 BUILD     ?= build
+# Every path under BUILD is absolute, however make was called (make,
+# make BUILD=build, make BUILD=$$PWD/build from a script or from make check):
+# the .d files name their targets the way the rules do, so a header change
+# rebuilds its objects whichever way the tree was built before. A target
+# named relative to the BUILD given (make build/bin/softdat-info) still works.
+BUILD_ARG := $(BUILD)
+override BUILD := $(abspath $(BUILD))
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 SANITIZE  ?=
@@ -127,9 +134,21 @@ tools: $(TOOL_BINS)
 tests: $(UT_BINS) $(HELPER_BINS)
 examples: $(EXAMPLE_BINS)
 
+# A relative name for a build product (make build/lib/libdat2.so.2) is the
+# absolute target.
+ifneq ($(BUILD_ARG),$(BUILD))
+$(patsubst %/,%,$(BUILD_ARG))/%: $(BUILD)/% ;
+endif
+
+# .d files written before BUILD was made absolute name relative targets that
+# no rule matches any more: this stamp (new once) rebuilds what they cover.
+DEPS_STAMP := $(BUILD)/stamp/deps-absolute
+$(DEPS_STAMP):
+	@mkdir -p $(@D) && touch $@
+
 -include $(DAT_OBJ:.o=.d) $(PROV_OBJ:.o=.d) $(EMU_OBJ:.o=.d)
 
-$(OBJ)/%.o: %.c
+$(OBJ)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -205,27 +224,27 @@ $(TESTLIB_A): $(TESTLIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/test/dat/%: test/unit/dat/%.c $(TESTLIB_A) $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF)
+$(BUILD)/test/dat/%: test/unit/dat/%.c $(TESTLIB_A) $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -rdynamic -o $@ $< $(TESTLIB_A) $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
 
-$(BUILD)/test/provider/%: test/unit/provider/%.c $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK)
+$(BUILD)/test/provider/%: test/unit/provider/%.c $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) \
 	  -L$(BUILD)/lib -ldat2 $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
-$(BUILD)/test/emu/%: test/unit/emu/%.c $(TESTLIB_A) $(LIBEMU_A)
+$(BUILD)/test/emu/%: test/unit/emu/%.c $(TESTLIB_A) $(LIBEMU_A) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
-$(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A) $(TESTLIB_A)
+$(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A) $(TESTLIB_A) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
 
 # The examples are what a user's own program looks like: public headers,
 # libdat2, nothing else (examples/run NAME runs one, both sides).
 -include $(EXAMPLE_BINS:%=%.d)
-$(BUILD)/examples/%: examples/%.c $(LIBDAT2_LINK)
+$(BUILD)/examples/%: examples/%.c $(LIBDAT2_LINK) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< -L$(BUILD)/lib -ldat2 $(RUNPATH) $(LDFLAGS)
 
@@ -334,7 +353,7 @@ FUZZ_LIB_A   := $(FUZZ_DIR)/obj/libfuzzed.a
 
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BINS:%=%.d)
 
-$(FUZZ_DIR)/obj/%.o: %.c
+$(FUZZ_DIR)/obj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 $(FUZZ_DIR)/obj/emu/evlib.o: FUZZ_CPP += $(EVENT_SONAMES)
@@ -342,7 +361,7 @@ $(FUZZ_DIR)/obj/emu/evlib.o: FUZZ_CPP += $(EVENT_SONAMES)
 $(FUZZ_LIB_A): $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(FUZZ_DIR)/%: test/fuzz/%.c $(FUZZ_LIB_A)
+$(FUZZ_DIR)/%: test/fuzz/%.c $(FUZZ_LIB_A) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_LIB_A) \
 	  $(EVENT_LIBS) -lm
