@@ -140,9 +140,11 @@ ifneq ($(BUILD_ARG),$(BUILD))
 $(patsubst %/,%,$(BUILD_ARG))/%: $(BUILD)/% ;
 endif
 
-# .d files written before BUILD was made absolute name relative targets that
-# no rule matches any more: this stamp (new once) rebuilds what they cover.
-DEPS_STAMP := $(BUILD)/stamp/deps-absolute
+# Every object and program depends on this stamp, whose name changes when a
+# Makefile change must rebuild them all once (make does not track flags):
+# 2 = .d files with absolute targets (those written before BUILD was made
+# absolute name relative targets no rule matches) and _FORTIFY_SOURCE.
+DEPS_STAMP := $(BUILD)/stamp/build-format-2
 $(DEPS_STAMP):
 	@mkdir -p $(@D) && touch $@
 
@@ -170,6 +172,16 @@ $(OBJ)/emu/evlib.o: CPPFLAGS += $(EVENT_SONAMES)
 
 # The provider hides everything but its entry points (RTLD_GLOBAL load).
 $(PROV_OBJ) $(EMU_OBJ): CFLAGS += -fvisibility=hidden
+
+# What is installed and packaged (libraries, tools) is built with glibc's
+# checked string and I/O functions, as Debian's hardening flags ask
+# (lintian: hardening-no-fortify-functions); it needs an optimised,
+# unsanitised build. Test programs are left as they are.
+ifeq ($(SANITIZE),)
+ifneq ($(filter -O1 -O2 -O3 -Os,$(OPT)),)
+$(DAT_OBJ) $(PROV_OBJ) $(EMU_OBJ) $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*/*.c)): CPPFLAGS += -D_FORTIFY_SOURCE=2
+endif
+endif
 
 # ---------------------------------------------------------------- libraries
 $(LIBDAT2): $(DAT_OBJ) lib/dat/libdat2.map
@@ -423,16 +435,26 @@ uninstall:
 # docs, and uses Debian's libdat2 registry (libdapl2) and /etc/dat.conf.
 # The tools are relinked without RUNPATH: in /usr/bin they use the system's
 # libdat2.so.2 (Debian policy forbids a custom search path there).
+# The packaged binaries are linked with full RELRO (-z relro -z now), as
+# Debian's hardening flags ask (lintian: hardening-no-bindnow); the
+# provider's registry symbols are weak, so binding them at load time is safe
+# under either registry.
 DEB_REVISION ?= 1
 DEB_BINS := $(TOOLS:%=$(BUILD)/deb/bin/%)
+DEB_LDFLAGS := -Wl,-z,relro -Wl,-z,now
 define deb_tool_rule
 $(BUILD)/deb/bin/$(1): $(BUILD)/bin/$(1)
 	@mkdir -p $$(@D)
 	$$(CC) -o $$@ $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/$(1)/*.c)) -L$(BUILD)/lib -ldat2 \
-	  $(LIBEMU_A) $$(LDFLAGS) $(EVENT_LIBS) -lm
+	  $(LIBEMU_A) $$(LDFLAGS) $(DEB_LDFLAGS) $(EVENT_LIBS) -lm
 endef
 $(foreach t,$(TOOLS),$(eval $(call deb_tool_rule,$(t))))
-deb: libs $(DEB_BINS)
+DEB_PROV := $(BUILD)/deb/lib/libdaplsoft.so.2
+$(DEB_PROV): $(LIBPROV)
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(PROV_OBJ) $(LIBEMU_A) -Wl,-soname,libdaplsoft.so.2 \
+	  -Wl,--version-script=lib/provider/libdaplsoft.map $(LDFLAGS) $(DEB_LDFLAGS) $(EVENT_LIBS) -lm
+deb: libs $(DEB_BINS) $(DEB_PROV)
 	scripts/mkdeb --build "$(BUILD)" --version "$(VERSION)-$(DEB_REVISION)" --out "$(BUILD)/deb"
 .PHONY: deb
 
