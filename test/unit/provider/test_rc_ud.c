@@ -312,6 +312,17 @@ START_TEST(no_listener_is_connect_error)
 }
 END_TEST
 
+/* The server takes the pending UD request on sep; both sides end
+ * ESTABLISHED (after a late PSP). */
+static void accept_and_establish(DAT_EP_HANDLE sep)
+{
+    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
+    ck_assert_dat_ok(S.p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
+    ev = rp_wait(&C, C.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+    ck_assert_int_eq(xd(&ev)->type, DAT_IB_UD_REMOTE_AH);
+    rp_wait(&S, S.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+}
+
 START_TEST(refused_exchange_retries_until_listening)
 {
     /* dtestx -u connects before the peer's PSP exists; on a loaded host the
@@ -322,11 +333,7 @@ START_TEST(refused_exchange_retries_until_listening)
     usleep(800000);
     rp_none(&C, C.conn, 1000); /* no outcome yet */
     ck_assert_dat_ok(S.p->psp_create_func(S.ia, PORT, S.cr, DAT_PSP_CONSUMER_FLAG, &PSP));
-    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
-    ck_assert_dat_ok(S.p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
-    ev = rp_wait(&C, C.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
-    ck_assert_int_eq(xd(&ev)->type, DAT_IB_UD_REMOTE_AH);
-    rp_wait(&S, S.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+    accept_and_establish(sep);
 }
 END_TEST
 
@@ -352,11 +359,7 @@ START_TEST(request_while_psp_is_being_created)
     sd_sp_test_listen_hook = NULL;
     ck_assert_dat_ok(rc);
     rp_none(&C, C.conn, 1000); /* no UD connection error */
-    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
-    ck_assert_dat_ok(S.p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
-    ev = rp_wait(&C, C.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
-    ck_assert_int_eq(xd(&ev)->type, DAT_IB_UD_REMOTE_AH);
-    rp_wait(&S, S.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+    accept_and_establish(sep);
 }
 END_TEST
 
