@@ -22,6 +22,13 @@
 #   examples/*.c          -> examples/NAME  (annotated DAT programs; libdat2 only)
 
 BUILD     ?= build
+# Every path under BUILD is absolute, however make was called (make,
+# make BUILD=build, make BUILD=$$PWD/build from a script or from make check):
+# the .d files name their targets the way the rules do, so a header change
+# rebuilds its objects whichever way the tree was built before. A target
+# named relative to the BUILD given (make build/bin/softdat-info) still works.
+BUILD_ARG := $(BUILD)
+override BUILD := $(abspath $(BUILD))
 PREFIX    ?= /usr/local
 DESTDIR   ?=
 SANITIZE  ?=
@@ -127,9 +134,23 @@ tools: $(TOOL_BINS)
 tests: $(UT_BINS) $(HELPER_BINS)
 examples: $(EXAMPLE_BINS)
 
+# A relative name for a build product (make build/lib/libdat2.so.2) is the
+# absolute target.
+ifneq ($(BUILD_ARG),$(BUILD))
+$(patsubst %/,%,$(BUILD_ARG))/%: $(BUILD)/% ;
+endif
+
+# Every object and program depends on this stamp, whose name changes when a
+# Makefile change must rebuild them all once (make does not track flags):
+# 2 = .d files with absolute targets (those written before BUILD was made
+# absolute name relative targets no rule matches) and _FORTIFY_SOURCE.
+DEPS_STAMP := $(BUILD)/stamp/build-format-2
+$(DEPS_STAMP):
+	@mkdir -p $(@D) && touch $@
+
 -include $(DAT_OBJ:.o=.d) $(PROV_OBJ:.o=.d) $(EMU_OBJ:.o=.d)
 
-$(OBJ)/%.o: %.c
+$(OBJ)/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -151,6 +172,16 @@ $(OBJ)/emu/evlib.o: CPPFLAGS += $(EVENT_SONAMES)
 
 # The provider hides everything but its entry points (RTLD_GLOBAL load).
 $(PROV_OBJ) $(EMU_OBJ): CFLAGS += -fvisibility=hidden
+
+# What is installed and packaged (libraries, tools) is built with glibc's
+# checked string and I/O functions, as Debian's hardening flags ask
+# (lintian: hardening-no-fortify-functions); it needs an optimised,
+# unsanitised build. Test programs are left as they are.
+ifeq ($(SANITIZE),)
+ifneq ($(filter -O1 -O2 -O3 -Os,$(OPT)),)
+$(DAT_OBJ) $(PROV_OBJ) $(EMU_OBJ) $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*/*.c)): CPPFLAGS += -D_FORTIFY_SOURCE=2
+endif
+endif
 
 # ---------------------------------------------------------------- libraries
 $(LIBDAT2): $(DAT_OBJ) lib/dat/libdat2.map
@@ -205,27 +236,27 @@ $(TESTLIB_A): $(TESTLIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/test/dat/%: test/unit/dat/%.c $(TESTLIB_A) $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF)
+$(BUILD)/test/dat/%: test/unit/dat/%.c $(TESTLIB_A) $(LIBDAT2_LINK) $(LIBDAT2_A) $(LIBPROV) $(DATCONF) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -rdynamic -o $@ $< $(TESTLIB_A) $(LIBDAT2_A) $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) -ldl
 
-$(BUILD)/test/provider/%: test/unit/provider/%.c $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK)
+$(BUILD)/test/provider/%: test/unit/provider/%.c $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) $(LIBDAT2_LINK) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) $(LIBPROV_A) $(LIBEMU_A) \
 	  -L$(BUILD)/lib -ldat2 $(RUNPATH2) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
-$(BUILD)/test/emu/%: test/unit/emu/%.c $(TESTLIB_A) $(LIBEMU_A)
+$(BUILD)/test/emu/%: test/unit/emu/%.c $(TESTLIB_A) $(LIBEMU_A) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CHECK_CFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) $(LIBEMU_A) $(LDFLAGS) $(CHECK_LIBS) $(EVENT_LIBS) -lm
 
-$(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A) $(TESTLIB_A)
+$(BUILD)/test/helpers/%: test/helpers/%.c $(LIBDAT2_LINK) $(LIBEMU_A) $(TESTLIB_A) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(TESTLIB_A) -L$(BUILD)/lib -ldat2 $(LIBEMU_A) $(RUNPATH2) $(LDFLAGS) $(EVENT_LIBS) -lm
 
 # The examples are what a user's own program looks like: public headers,
 # libdat2, nothing else (examples/run NAME runs one, both sides).
 -include $(EXAMPLE_BINS:%=%.d)
-$(BUILD)/examples/%: examples/%.c $(LIBDAT2_LINK)
+$(BUILD)/examples/%: examples/%.c $(LIBDAT2_LINK) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< -L$(BUILD)/lib -ldat2 $(RUNPATH) $(LDFLAGS)
 
@@ -334,7 +365,7 @@ FUZZ_LIB_A   := $(FUZZ_DIR)/obj/libfuzzed.a
 
 -include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_BINS:%=%.d)
 
-$(FUZZ_DIR)/obj/%.o: %.c
+$(FUZZ_DIR)/obj/%.o: %.c $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 $(FUZZ_DIR)/obj/emu/evlib.o: FUZZ_CPP += $(EVENT_SONAMES)
@@ -342,7 +373,7 @@ $(FUZZ_DIR)/obj/emu/evlib.o: FUZZ_CPP += $(EVENT_SONAMES)
 $(FUZZ_LIB_A): $(FUZZ_LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
-$(FUZZ_DIR)/%: test/fuzz/%.c $(FUZZ_LIB_A)
+$(FUZZ_DIR)/%: test/fuzz/%.c $(FUZZ_LIB_A) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_CPP) $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< $(FUZZ_LIB_A) \
 	  $(EVENT_LIBS) -lm
@@ -404,16 +435,26 @@ uninstall:
 # docs, and uses Debian's libdat2 registry (libdapl2) and /etc/dat.conf.
 # The tools are relinked without RUNPATH: in /usr/bin they use the system's
 # libdat2.so.2 (Debian policy forbids a custom search path there).
+# The packaged binaries are linked with full RELRO (-z relro -z now), as
+# Debian's hardening flags ask (lintian: hardening-no-bindnow); the
+# provider's registry symbols are weak, so binding them at load time is safe
+# under either registry.
 DEB_REVISION ?= 1
 DEB_BINS := $(TOOLS:%=$(BUILD)/deb/bin/%)
+DEB_LDFLAGS := -Wl,-z,relro -Wl,-z,now
 define deb_tool_rule
 $(BUILD)/deb/bin/$(1): $(BUILD)/bin/$(1)
 	@mkdir -p $$(@D)
 	$$(CC) -o $$@ $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/$(1)/*.c)) -L$(BUILD)/lib -ldat2 \
-	  $(LIBEMU_A) $$(LDFLAGS) $(EVENT_LIBS) -lm
+	  $(LIBEMU_A) $$(LDFLAGS) $(DEB_LDFLAGS) $(EVENT_LIBS) -lm
 endef
 $(foreach t,$(TOOLS),$(eval $(call deb_tool_rule,$(t))))
-deb: libs $(DEB_BINS)
+DEB_PROV := $(BUILD)/deb/lib/libdaplsoft.so.2
+$(DEB_PROV): $(LIBPROV)
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $(PROV_OBJ) $(LIBEMU_A) -Wl,-soname,libdaplsoft.so.2 \
+	  -Wl,--version-script=lib/provider/libdaplsoft.map $(LDFLAGS) $(DEB_LDFLAGS) $(EVENT_LIBS) -lm
+deb: libs $(DEB_BINS) $(DEB_PROV)
 	scripts/mkdeb --build "$(BUILD)" --version "$(VERSION)-$(DEB_REVISION)" --out "$(BUILD)/deb"
 .PHONY: deb
 

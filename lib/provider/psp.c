@@ -237,6 +237,8 @@ static void sp_request(struct emu_listener *l, const struct emu_conn_request *re
 
 const struct emu_listener_ops sd_sp_listener_ops = {.request = sp_request};
 
+void (*sd_sp_test_listen_hook)(void);
+
 int sd_sp_listen_at(struct sd_sp *sp, const struct sockaddr *addr, socklen_t len, DAT_CONN_QUAL port, bool any,
                     const struct emu_listener_ops *ops)
 {
@@ -247,14 +249,26 @@ int sd_sp_listen_at(struct sd_sp *sp, const struct sockaddr *addr, socklen_t len
     if (!any && port > 0xFFFFu)
         SD_DBG("sp", "conn_qual %llu listens on TCP port %u (its low 16 bits)",
                (unsigned long long)port, (unsigned)(port & 0xFFFFu));
+    /* Held from before the listen to the publication of the listener: the
+     * engine accepts as soon as the socket listens, and a request it reads
+     * at once (an initiator already retrying its refused connects, as
+     * dtestx -u does) must find sp->listener set, not be dropped as "no
+     * listener" with a RST (issue 8: a UD exchange ending in
+     * DAT_IB_UD_CONNECTION_ERROR_EVENT). The engine takes this lock only
+     * in this SP's request callbacks, which wait here; creating the
+     * listener never waits for the engine. */
+    pthread_mutex_lock(&sp->lock);
     int r = any ? emu_listener_create_range(ia->engine, addr, len, SD_PSP_ANY_LO, SD_PSP_ANY_HI, ops, sp, &l)
                 : emu_listener_create(ia->engine, addr, len, (uint16_t)port, ops, sp, &l);
+    if (r == 0) {
+        if (sd_sp_test_listen_hook != NULL)
+            sd_sp_test_listen_hook();
+        sp->listener = l;
+        sp->conn_qual = any ? emu_listener_port(l) : port;
+    }
+    pthread_mutex_unlock(&sp->lock);
     if (r != 0)
         return r;
-    pthread_mutex_lock(&sp->lock);
-    sp->listener = l;
-    sp->conn_qual = any ? emu_listener_port(l) : port;
-    pthread_mutex_unlock(&sp->lock);
     sd_sp_register(sp);
     return 0;
 }

@@ -94,6 +94,10 @@ struct sd_sp *sd_sp_find_handoff(struct sd_ia *ia, DAT_CONN_QUAL qual);
  * on success the SP is registered and sp->conn_qual is the port. */
 int sd_sp_listen_at(struct sd_sp *sp, const struct sockaddr *addr, socklen_t len, DAT_CONN_QUAL port, bool any,
                     const struct emu_listener_ops *ops);
+/* Tests: when set, called by sd_sp_listen_at once the socket listens and
+ * before the listener is published in sp->listener (under sp->lock), to
+ * hold open the moment a request may arrive in. */
+extern void (*sd_sp_test_listen_hook)(void);
 /* sd_sp_listen_at on the IA's address with the PSP/RSP error mapping. */
 DAT_RETURN sd_sp_listen(struct sd_sp *sp, DAT_CONN_QUAL qual, bool any);
 /* The PSP/RSP listener's request callback (ctx = the SP). */

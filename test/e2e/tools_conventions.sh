@@ -6,7 +6,8 @@
 # clear line and no table, `softdat-perf -s -P nosuch` exits at once, an
 # unknown IA name makes libdat2 name the dat.conf it read and the IAs there,
 # progress on stderr at least every second, the header's CRC as negotiated,
-# and -v adding the per-row lines. Servers run in the background, are
+# and -v adding detail (softdat-perf's per-row lines, softdat-trace's
+# every record). Servers run in the background, are
 # remembered by PID and stopped only by that PID. Exit 0 pass, else fail.
 set -u
 SOFTDAT_TOP=${SOFTDAT_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -138,6 +139,20 @@ if pick_port 1 --crc on; then
         { notok "server CRC line missing"; show "$tmp/srv.err"; }
 else
     notok "server (--crc on) did not start"; show "$tmp/srv.err"
+fi
+
+# --- softdat-trace: -v is its -a (every record), as -v adds detail in the
+# other tools
+if SOFTDAT_TRACE=$tmp/info.jsonl timeout 30 "$INFO" softdat-lo >/dev/null 2>&1 &&
+   timeout 10 "$TRACE" -a "$tmp/info.jsonl" >"$tmp/trace-a" 2>&1 &&
+   timeout 10 "$TRACE" -v "$tmp/info.jsonl" >"$tmp/trace-v" 2>&1 &&
+   timeout 10 "$TRACE" "$tmp/info.jsonl" >"$tmp/trace-plain" 2>&1; then
+    na=$(wc -l <"$tmp/trace-a") np=$(wc -l <"$tmp/trace-plain")
+    cmp -s "$tmp/trace-a" "$tmp/trace-v" && [ "$na" -gt "$np" ] &&
+        ok "softdat-trace -v: the same as -a ($na lines, $np without)" ||
+        notok "softdat-trace -v differs from -a, or adds nothing ($na lines, $np without)"
+else
+    notok "softdat-trace -a/-v on a trace of softdat-info:"; show "$tmp/trace-v"
 fi
 
 [ $fails -eq 0 ]

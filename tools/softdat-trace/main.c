@@ -48,15 +48,16 @@ static void die(const char *fmt, ...)
 
 static void usage(FILE *to, int rc)
 {
-    fprintf(to, "usage: %s [-a] [-w WIDTH] [--json] TRACE.jsonl...\n", g_prog);
+    fprintf(to, "usage: %s [-a|-v] [-w WIDTH] [--json] TRACE.jsonl...\n", g_prog);
     if (to == stderr) {
-        fprintf(to, "Try '%s --help' for more information.\n", g_prog);
+        fprintf(to, "Try '%s --help' for the options, or see softdat-trace(1).\n", g_prog);
         exit(rc);
     }
     fprintf(to,
             "Merge the SOFTDAT_TRACE files of one run into one timeline (docs/trace.md).\n\n"
             "  -a, --all        every record (default: leave out queries, waits that\n"
             "                   only return an event already shown, the trace header)\n"
+            "  -v, --verbose    the same as -a (the tools' -v: more detail)\n"
             "  -w, --width N    width of one lane's column (default 60)\n"
             "  -j, --json       print the merged records as JSON Lines, in time order,\n"
             "                   each with a \"lane\" field (the file it came from)\n"
@@ -254,13 +255,14 @@ int main(int argc, char **argv)
 {
     bool all = false, json = false;
     int width = 60;
-    static const struct option opts[] = {{"all", no_argument, NULL, 'a'},  {"width", required_argument, NULL, 'w'},
+    static const struct option opts[] = {{"all", no_argument, NULL, 'a'}, {"verbose", no_argument, NULL, 'v'},  {"width", required_argument, NULL, 'w'},
                                          {"json", no_argument, NULL, 'j'}, {"version", no_argument, NULL, 'V'},
                                          {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "aw:jVh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "avw:jVh", opts, NULL)) != -1) {
         switch (c) {
-        case 'a': all = true; break;
+        case 'a':
+        case 'v': all = true; break;
         case 'j': json = true; break;
         case 'w':
             width = atoi(optarg);

@@ -12,6 +12,7 @@
 
 #include "lib/provider/ep_ud.h"
 #include "lib/provider/limits.h"
+#include "lib/provider/psp.h"
 #include "test/lib/rc_pair.h"
 
 static struct rp_side C, S;
@@ -311,6 +312,17 @@ START_TEST(no_listener_is_connect_error)
 }
 END_TEST
 
+/* The server takes the pending UD request on sep; both sides end
+ * ESTABLISHED (after a late PSP). */
+static void accept_and_establish(DAT_EP_HANDLE sep)
+{
+    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
+    ck_assert_dat_ok(S.p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
+    ev = rp_wait(&C, C.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+    ck_assert_int_eq(xd(&ev)->type, DAT_IB_UD_REMOTE_AH);
+    rp_wait(&S, S.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+}
+
 START_TEST(refused_exchange_retries_until_listening)
 {
     /* dtestx -u connects before the peer's PSP exists; on a loaded host the
@@ -321,11 +333,33 @@ START_TEST(refused_exchange_retries_until_listening)
     usleep(800000);
     rp_none(&C, C.conn, 1000); /* no outcome yet */
     ck_assert_dat_ok(S.p->psp_create_func(S.ia, PORT, S.cr, DAT_PSP_CONSUMER_FLAG, &PSP));
-    DAT_EVENT ev = rp_wait(&S, S.cr, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_REQUEST_EVENT);
-    ck_assert_dat_ok(S.p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
-    ev = rp_wait(&C, C.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
-    ck_assert_int_eq(xd(&ev)->type, DAT_IB_UD_REMOTE_AH);
-    rp_wait(&S, S.conn, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED);
+    accept_and_establish(sep);
+}
+END_TEST
+
+static void slow_publication(void)
+{
+    usleep(500000);
+}
+
+START_TEST(request_while_psp_is_being_created)
+{
+    /* Issue 8: dtestx -u's client retries its refused connects while the
+     * server creates its PSP. A retry that lands between the listen and
+     * the publication of the listener was dropped as "no listener" (a RST:
+     * DAT_IB_UD_CONNECTION_ERROR_EVENT on the client, the server waiting
+     * for ever). The hook holds that moment open for 0.5 s, long enough
+     * for the retry (backoff <= 32 ms) to connect and send its Request. */
+    DAT_EP_HANDLE cep = ud_ep(&C), sep = ud_ep(&S);
+    ck_assert_dat_ok(S.p->psp_free_func(PSP));
+    connect_to(cep, PORT, "early");
+    usleep(50000);
+    sd_sp_test_listen_hook = slow_publication;
+    DAT_RETURN rc = S.p->psp_create_func(S.ia, PORT, S.cr, DAT_PSP_CONSUMER_FLAG, &PSP);
+    sd_sp_test_listen_hook = NULL;
+    ck_assert_dat_ok(rc);
+    rp_none(&C, C.conn, 1000); /* no UD connection error */
+    accept_and_establish(sep);
 }
 END_TEST
 
@@ -410,6 +444,7 @@ static Suite *ud_suite(void)
     tcase_add_test(tc, free_during_exchange_and_pdata_limit);
     tcase_add_test(tc, suppressed_sends_have_hca_slack);
     tcase_add_test(tc, refused_exchange_retries_until_listening);
+    tcase_add_test(tc, request_while_psp_is_being_created);
     tcase_add_test(tc, handoff_keeps_it_ud);
     suite_add_tcase(s, tc);
     return s;
