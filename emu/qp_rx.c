@@ -353,7 +353,7 @@ static int rx_run(struct emu_qp *qp, int fd)
             iov[k].iov_len = QP_DIRECT_TAIL;
             k++;
             struct msghdr mh = {.msg_iov = iov, .msg_iovlen = k};
-            n = emu_wire_recv(qp->link.c, fd, &mh, MSG_DONTWAIT);
+            n = emu_wire_recv(qp->link.wire, fd, &mh, MSG_DONTWAIT);
             if (n > 0) {
                 size_t direct = qp->rx.pay_left - QP_RX_ORDERED_TAIL;
                 size_t placed = (size_t)n < direct ? (size_t)n : direct;
@@ -369,7 +369,7 @@ static int rx_run(struct emu_qp *qp, int fd)
                 memmove(qp->rx.pf, qp->rx.pf + qp->rx.pf_off, keep);
             qp->rx.pf_off = 0;
             qp->rx.pf_len = keep;
-            n = emu_wire_recv1(qp->link.c, fd, qp->rx.pf + keep, QP_PF_SIZE - keep, MSG_DONTWAIT);
+            n = emu_wire_recv1(qp->link.wire, fd, qp->rx.pf + keep, QP_PF_SIZE - keep, MSG_DONTWAIT);
             if (n > 0)
                 qp->rx.pf_len = keep + (uint32_t)n;
         }

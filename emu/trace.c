@@ -49,7 +49,7 @@ uint64_t sd_trace_parse_size(const char *text)
 }
 
 /* "%p" -> pid, "%%" -> "%"; anything else is copied. */
-static int expand_path(const char *in, char *out, size_t cap)
+int sd_trace_expand_path(const char *in, char *out, size_t cap)
 {
     size_t n = 0;
     for (const char *p = in; *p; p++) {
@@ -79,7 +79,7 @@ static void log_sink(void *arg, const struct sd_log_msg *m);
 int sd_trace_open(const char *path, uint64_t max_bytes)
 {
     char full[4096];
-    if (path == NULL || expand_path(path, full, sizeof full) != 0) {
+    if (path == NULL || sd_trace_expand_path(path, full, sizeof full) != 0) {
         errno = ENAMETOOLONG;
         fprintf(stderr, "softdat: SOFTDAT_TRACE: path too long\n");
         return -1;
@@ -367,9 +367,23 @@ void sd_trace_frame(const struct sd_trace_ctx *ctx, const struct sd_trace_frame 
     sd_trace_kv_str(&r, "kind", kinds[(unsigned)f->kind < 4 ? f->kind : 0]);
     if (f->conn != 0)
         sd_trace_kv_id(&r, "conn", "c", f->conn);
+    if (f->flow != NULL) {
+        sd_trace_kv_str(&r, "flow", f->flow);
+        sd_trace_kv_u64(&r, "seq", f->seq);
+    }
     if (f->kind == SD_TRACE_MPA_REQ || f->kind == SD_TRACE_MPA_REP) {
+        sd_trace_kv_u64(&r, "rev", f->mpa_rev);
+        sd_trace_kv_bool(&r, "crc_flag", f->mpa_crc);
+        sd_trace_kv_bool(&r, "markers", f->mpa_markers);
         sd_trace_kv_bool(&r, "reject", f->mpa_reject);
         sd_trace_kv_u64(&r, "pdata_len", f->pdata_len);
+    } else if (f->kind == SD_TRACE_DATAGRAM) {
+        /* UD (docs/wire.md §7): the BTH opcode, DestQP and PSN. */
+        sd_trace_kv_str(&r, "op", f->opcode == 0x64 ? "ud_send_only" : "ud_other");
+        sd_trace_kv_hex(&r, "opcode", f->opcode);
+        sd_trace_kv_u64(&r, "dest_qp", f->queue);
+        sd_trace_kv_u64(&r, "psn", f->msn);
+        sd_trace_kv_u64(&r, "payload_len", f->payload_len);
     } else {
         sd_trace_kv_str(&r, "op", sd_trace_opcode_name(f->opcode));
         sd_trace_kv_u64(&r, "opcode", f->opcode);
@@ -384,16 +398,46 @@ void sd_trace_frame(const struct sd_trace_ctx *ctx, const struct sd_trace_frame 
             sd_trace_kv_u64(&r, "mo", f->mo);
         }
         sd_trace_kv_u64(&r, "payload_len", f->payload_len);
-        if (f->opcode == 7 /* Terminate */)
+        if (f->opcode == 4 || f->opcode == 6) /* Send with Invalidate (+SE) */
+            sd_trace_kv_hex(&r, "inv_stag", f->inv_stag);
+        if (f->rreq) {
+            sd_trace_kv_hex(&r, "sink_stag", f->rreq_sink_stag);
+            sd_trace_kv_hex(&r, "sink_to", f->rreq_sink_to);
+            sd_trace_kv_u64(&r, "size", f->rreq_size);
+            sd_trace_kv_hex(&r, "src_stag", f->rreq_src_stag);
+            sd_trace_kv_hex(&r, "src_to", f->rreq_src_to);
+        }
+        if (f->opcode == 7 /* Terminate */ && f->kind == SD_TRACE_FPDU) {
             sd_trace_kv_hex(&r, "term", f->term);
+            sd_trace_kv_str(&r, "term_text", f->term_text);
+        }
     }
     sd_trace_kv_u64(&r, "frame_len", f->frame_len);
     sd_trace_kv_str(&r, "crc", crcs[(unsigned)f->crc < 3 ? f->crc : 0]);
     sd_trace_end(&r);
 }
 
+/* Privilege bits (emu/mem.h EMU_ACC_*) as "remote_write|local_write". */
+static void priv_names(unsigned bits, char *out, size_t cap)
+{
+    static const char *const names[] = {"local_read",    "local_write", "remote_read",      "remote_write",
+                                        "remote_atomic", "mw_bind",     "remote_invalidate"};
+    size_t n = 0;
+    out[0] = '\0';
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (bits & (1u << i)) {
+            int w = snprintf(out + n, cap - n, "%s%s", n ? "|" : "", names[i]);
+            if (w < 0 || (size_t)w >= cap - n)
+                break;
+            n += (size_t)w;
+        }
+}
+
 void sd_trace_memcheck(const struct sd_trace_ctx *ctx, const struct sd_trace_memcheck *m)
 {
+    char need[128], have[128];
+    priv_names(m->priv_need, need, sizeof need);
+    priv_names(m->priv_have, have, sizeof have);
     struct sd_trace_rec r;
     sd_trace_begin(&r, "memcheck", ctx);
     if (m->conn != 0)
@@ -407,6 +451,8 @@ void sd_trace_memcheck(const struct sd_trace_ctx *ctx, const struct sd_trace_mem
         sd_trace_kv_id(&r, "qp_pz", "pz", m->qp_pz);
     sd_trace_kv_hex(&r, "priv_need", m->priv_need);
     sd_trace_kv_hex(&r, "priv_have", m->priv_have);
+    sd_trace_kv_str(&r, "need", need);
+    sd_trace_kv_str(&r, "have", have);
     sd_trace_kv_hex(&r, "to", m->to);
     sd_trace_kv_u64(&r, "len", m->len);
     sd_trace_kv_hex(&r, "base", m->base);

@@ -46,6 +46,9 @@ int sd_trace_init_from_env(void);
  * turn tracing on; "%p" expands to the pid. 0, or -1 (errno kept, a line
  * on stderr). Tests and init_from_env use it. */
 int sd_trace_open(const char *path, uint64_t max_bytes);
+/* A file name with "%p" replaced by the pid and "%%" by "%" (also for
+ * SOFTDAT_PCAP); -1 when it does not fit in cap. */
+int sd_trace_expand_path(const char *in, char *out, size_t cap);
 /* Turn tracing off and close the file (tests; the library never closes). */
 void sd_trace_close(void);
 /* Bytes written so far, and whether the cap stopped the trace. */
@@ -105,9 +108,24 @@ struct sd_trace_frame {
     enum sd_trace_crc crc;
     /* Terminate only: layer/etype/ecode as the 3 header bytes (0 otherwise). */
     uint32_t term;
-    /* MPA frames only: the reject bit and private-data length. */
+    /* MPA frames only: the reject bit and private-data length; C (CRC)
+     * and M (markers) flags and the revision. */
     bool mpa_reject;
     uint32_t pdata_len;
+    bool mpa_crc, mpa_markers;
+    uint8_t mpa_rev;
+    /* Where the frame is: the flow "SRC:PORT>DST:PORT" (sender first;
+     * NULL: unknown) and the stream offset of its first byte in that
+     * direction (TCP; the datagram's PSN for UD). The two sides' records
+     * of one frame have the same flow and seq: softdat-trace matches them. */
+    const char *flow;
+    uint64_t seq;
+    /* Send with Invalidate: the STag; RDMA Read Request: its body. */
+    uint32_t inv_stag;
+    const char *term_text; /* Terminate: its meaning ("RDMAP remote protection: invalid STag") */
+    bool rreq;
+    uint32_t rreq_sink_stag, rreq_size, rreq_src_stag;
+    uint64_t rreq_sink_to, rreq_src_to;
 };
 void sd_trace_frame(const struct sd_trace_ctx *ctx, const struct sd_trace_frame *f);
 const char *sd_trace_opcode_name(unsigned opcode);
