@@ -227,7 +227,12 @@ static void key_end(struct sd_trace_rec *r, size_t mark, bool ok)
 
 void sd_trace_begin(struct sd_trace_rec *r, const char *kind, const struct sd_trace_ctx *ctx)
 {
-    uint64_t now = sd_mono_ns();
+    sd_trace_begin_at(r, kind, ctx, 0);
+}
+
+void sd_trace_begin_at(struct sd_trace_rec *r, const char *kind, const struct sd_trace_ctx *ctx, uint64_t mono)
+{
+    uint64_t now = mono ? mono : sd_mono_ns();
     uint64_t t0 = ctx != NULL && ctx->ia != 0 ? ctx->t0_ns : g_t0;
     r->len = 0;
     r->cut = false;
@@ -362,7 +367,7 @@ void sd_trace_frame(const struct sd_trace_ctx *ctx, const struct sd_trace_frame 
     static const char *const kinds[] = {"fpdu", "mpa_req", "mpa_rep", "datagram"};
     static const char *const crcs[] = {"none", "ok", "bad"};
     struct sd_trace_rec r;
-    sd_trace_begin(&r, "frame", ctx);
+    sd_trace_begin_at(&r, "frame", ctx, f->mono_ns);
     sd_trace_kv_str(&r, "dir", f->dir == SD_TRACE_TX ? "tx" : "rx");
     sd_trace_kv_str(&r, "kind", kinds[(unsigned)f->kind < 4 ? f->kind : 0]);
     if (f->conn != 0)

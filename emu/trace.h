@@ -73,6 +73,8 @@ struct sd_trace_rec {
 
 /* Starts {"rec":KIND,"mono_ns":..,"t_ns":..,"pid":..,"tid":..[,"ia":"iaN"] */
 void sd_trace_begin(struct sd_trace_rec *r, const char *kind, const struct sd_trace_ctx *ctx);
+/* The same with mono_ns = `mono` (0: now). */
+void sd_trace_begin_at(struct sd_trace_rec *r, const char *kind, const struct sd_trace_ctx *ctx, uint64_t mono);
 void sd_trace_kv_str(struct sd_trace_rec *r, const char *key, const char *val); /* NULL -> null */
 void sd_trace_kv_u64(struct sd_trace_rec *r, const char *key, uint64_t val);
 void sd_trace_kv_i64(struct sd_trace_rec *r, const char *key, int64_t val);
@@ -126,6 +128,9 @@ struct sd_trace_frame {
     bool rreq;
     uint32_t rreq_sink_stag, rreq_size, rreq_src_stag;
     uint64_t rreq_sink_to, rreq_src_to;
+    /* CLOCK_MONOTONIC of the record (0: now). A sent frame's is when it was
+     * handed to the socket. */
+    uint64_t mono_ns;
 };
 void sd_trace_frame(const struct sd_trace_ctx *ctx, const struct sd_trace_frame *f);
 const char *sd_trace_opcode_name(unsigned opcode);

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 
+#include "emu/log.h"
+
 static _Atomic(const struct emu_wire_observer *) observer;
 
 void emu_wire_observe(const struct emu_wire_observer *obs)
@@ -29,7 +31,15 @@ void emu_wire_ep_fini(struct emu_wire_ep *ep)
     atomic_store_explicit(&ep->tap, NULL, memory_order_relaxed);
 }
 
-static void tell(struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir, const struct msghdr *mh, ssize_t n)
+/* CLOCK_MONOTONIC now when an observer is installed (it gets the time
+ * the call began), else 0 without a clock read. */
+static inline uint64_t began(void)
+{
+    return __builtin_expect(atomic_load_explicit(&observer, memory_order_relaxed) != NULL, 0) ? sd_mono_ns() : 0;
+}
+
+static void tell(struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir, const struct msghdr *mh, ssize_t n,
+                 uint64_t t0)
 {
     const struct emu_wire_observer *o = atomic_load_explicit(&observer, memory_order_acquire);
     if (__builtin_expect(o == NULL, 1) || n <= 0)
@@ -39,21 +49,23 @@ static void tell(struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir, const st
     for (size_t i = 0; i < (size_t)mh->msg_iovlen; i++)
         room += mh->msg_iov[i].iov_len;
     int saved = errno;
-    o->bytes(o->ctx, ep, fd, dir, mh, (size_t)n < room ? (size_t)n : room);
+    o->bytes(o->ctx, ep, fd, dir, mh, (size_t)n < room ? (size_t)n : room, t0 ? t0 : sd_mono_ns());
     errno = saved;
 }
 
 ssize_t emu_wire_send(struct emu_wire_ep *ep, int fd, const struct msghdr *mh, int flags)
 {
+    uint64_t t0 = began();
     ssize_t n = sendmsg(fd, mh, flags);
-    tell(ep, fd, EMU_WIRE_TX, mh, n);
+    tell(ep, fd, EMU_WIRE_TX, mh, n, t0);
     return n;
 }
 
 ssize_t emu_wire_recv(struct emu_wire_ep *ep, int fd, struct msghdr *mh, int flags)
 {
+    uint64_t t0 = began();
     ssize_t n = recvmsg(fd, mh, flags);
-    tell(ep, fd, EMU_WIRE_RX, mh, n);
+    tell(ep, fd, EMU_WIRE_RX, mh, n, t0);
     return n;
 }
 
@@ -62,22 +74,24 @@ ssize_t emu_wire_recv(struct emu_wire_ep *ep, int fd, struct msghdr *mh, int fla
  * to import). */
 ssize_t emu_wire_send1(struct emu_wire_ep *ep, int fd, const void *buf, size_t len, int flags)
 {
+    uint64_t t0 = began();
     ssize_t n = send(fd, buf, len, flags);
-    if (__builtin_expect(atomic_load_explicit(&observer, memory_order_relaxed) != NULL, 0)) {
+    if (__builtin_expect(t0 != 0, 0)) {
         struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
         struct msghdr mh = {.msg_iov = &v, .msg_iovlen = 1};
-        tell(ep, fd, EMU_WIRE_TX, &mh, n);
+        tell(ep, fd, EMU_WIRE_TX, &mh, n, t0);
     }
     return n;
 }
 
 ssize_t emu_wire_recv1(struct emu_wire_ep *ep, int fd, void *buf, size_t len, int flags)
 {
+    uint64_t t0 = began();
     ssize_t n = recv(fd, buf, len, flags);
-    if (__builtin_expect(atomic_load_explicit(&observer, memory_order_relaxed) != NULL, 0)) {
+    if (__builtin_expect(t0 != 0, 0)) {
         struct iovec v = {.iov_base = buf, .iov_len = len};
         struct msghdr mh = {.msg_iov = &v, .msg_iovlen = 1};
-        tell(ep, fd, EMU_WIRE_RX, &mh, n);
+        tell(ep, fd, EMU_WIRE_RX, &mh, n, t0);
     }
     return n;
 }

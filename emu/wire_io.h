@@ -42,9 +42,11 @@ struct emu_wire_observer {
      * datagram, mh->msg_name is the peer (when the caller gave one). Runs
      * on the thread that made the call, under whatever locks it holds (one
      * thread at a time per endpoint and direction): copy what is needed
-     * and return; never call back into emu. */
+     * and return; never call back into emu. began_ns: CLOCK_MONOTONIC
+     * before the call (a frame is "sent" when it is handed to the socket,
+     * so a receiver never sees it earlier than that). */
     void (*bytes)(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir,
-                  const struct msghdr *mh, size_t len);
+                  const struct msghdr *mh, size_t len, uint64_t began_ns);
     /* The endpoint is going away: free ep->tap (never NULL here). */
     void (*release)(void *ctx, struct emu_wire_ep *ep);
     void *ctx;

@@ -42,6 +42,7 @@ struct cut {
 
 struct tap {
     struct cut cut[2];       /* [EMU_WIRE_TX / RX] */
+    uint64_t t_call[2];      /* when the call being cut began (tx) or returned (rx) */
     struct sockaddr_storage local, peer;
     bool have_local, have_peer;
     char flow[2][FLOW_MAX];  /* tx: local>peer; rx: peer>local */
@@ -139,6 +140,8 @@ static void frame_ctx(const struct emu_wire_ep *ep, struct sd_trace_ctx *ctx, st
     ctx->t0_ns = ep->ia_t0_ns;
     memset(f, 0, sizeof *f);
     f->dir = dir == EMU_WIRE_TX ? SD_TRACE_TX : SD_TRACE_RX;
+    const struct tap *t = atomic_load_explicit(&((struct emu_wire_ep *)ep)->tap, memory_order_relaxed);
+    f->mono_ns = t ? t->t_call[dir] : 0;
     f->conn = atomic_load_explicit(&((struct emu_wire_ep *)ep)->conn_id, memory_order_relaxed);
 }
 
@@ -344,12 +347,13 @@ static void datagram(struct emu_wire_ep *ep, struct tap *t, enum emu_wire_dir di
 /* ---------------------------------------------------------------- observer */
 
 static void tap_bytes(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir, const struct msghdr *mh,
-                      size_t len)
+                      size_t len, uint64_t began_ns)
 {
     (void)ctx;
     struct tap *t = tap_of(ep, fd, dir);
     if (t == NULL)
         return;
+    t->t_call[dir] = dir == EMU_WIRE_TX ? began_ns : 0;
     if (ep->datagram) {
         datagram(ep, t, dir, mh, len);
         return;

@@ -416,9 +416,10 @@ END_TEST
 static _Atomic uint64_t obs_bytes[2]; /* [EMU_WIRE_TX / RX] */
 
 static void obs_bytes_cb(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir,
-                         const struct msghdr *mh, size_t len)
+                         const struct msghdr *mh, size_t len, uint64_t began_ns)
 {
     (void)ctx;
+    (void)began_ns;
     (void)fd;
     (void)mh;
     if (ep)
