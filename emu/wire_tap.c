@@ -38,6 +38,13 @@ struct cut {
     bool crc_on;             /* CRC in use (both MPA frames' C flags) */
     bool mpa_seen;
     uint8_t mpa_flags;
+    /* pcap: the bytes of this direction not yet written, written as one
+     * TCP segment when a frame ends (or the buffer fills), so that packets
+     * start at frame boundaries as a sender's would, whatever the sizes
+     * of the reads were. */
+    uint8_t *pend;
+    uint32_t pend_len;
+    uint64_t pend_seq;       /* stream offset of pend[0] */
 };
 
 struct tap {
@@ -46,6 +53,7 @@ struct tap {
     struct sockaddr_storage local, peer;
     bool have_local, have_peer;
     char flow[2][FLOW_MAX];  /* tx: local>peer; rx: peer>local */
+    bool pcap;               /* a TCP stream with IP addresses, and SOFTDAT_PCAP on */
 };
 
 /* The MPA frame keys (RFC 5044 §7.1). */
@@ -120,15 +128,54 @@ static struct tap *tap_of(struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir)
         free(t);
         return none;
     }
-    if (g_pcap && !ep->datagram && t->have_local && t->have_peer)
+    t->pcap = g_pcap && !ep->datagram && t->have_local && t->have_peer;
+    if (t->pcap)
         pcap_handshake(t, dir);
     return t;
+}
+
+static void pcap_flush(struct tap *t, enum emu_wire_dir dir)
+{
+    struct cut *c = &t->cut[dir];
+    if (c->pend_len == 0)
+        return;
+    const struct sockaddr *l = (const struct sockaddr *)&t->local, *p = (const struct sockaddr *)&t->peer;
+    uint32_t ack = 1 + (uint32_t)atomic_load_explicit(&t->cut[!dir].off, memory_order_relaxed);
+    struct iovec v = {c->pend, c->pend_len};
+    emu_pcap_tcp(dir == EMU_WIRE_TX ? l : p, dir == EMU_WIRE_TX ? p : l, 1 + (uint32_t)c->pend_seq, ack,
+                 EMU_PCAP_PSH | EMU_PCAP_ACK, &v, 1, 0, c->pend_len);
+    c->pend_seq += c->pend_len;
+    c->pend_len = 0;
+}
+
+static void pcap_add(struct tap *t, enum emu_wire_dir dir, const uint8_t *p, size_t n)
+{
+    struct cut *c = &t->cut[dir];
+    if (c->pend == NULL && (c->pend = malloc(EMU_PCAP_SEG_MAX)) == NULL)
+        return;
+    while (n > 0) {
+        if (c->pend_len == EMU_PCAP_SEG_MAX)
+            pcap_flush(t, dir);
+        size_t take = EMU_PCAP_SEG_MAX - c->pend_len < n ? EMU_PCAP_SEG_MAX - c->pend_len : n;
+        memcpy(c->pend + c->pend_len, p, take);
+        c->pend_len += (uint32_t)take;
+        p += take;
+        n -= take;
+    }
 }
 
 static void tap_release(void *ctx, struct emu_wire_ep *ep)
 {
     (void)ctx;
-    free(atomic_load_explicit(&ep->tap, memory_order_acquire));
+    struct tap *t = atomic_load_explicit(&ep->tap, memory_order_acquire);
+    if (t == NULL)
+        return;
+    for (int d = 0; d < 2; d++) {
+        if (t->pcap)
+            pcap_flush(t, (enum emu_wire_dir)d);
+        free(t->cut[d].pend);
+    }
+    free(t);
 }
 
 /* ---------------------------------------------------------------- records */
@@ -279,6 +326,8 @@ static void cut_feed(struct emu_wire_ep *ep, struct tap *t, enum emu_wire_dir di
                 c->crc = emu_crc32c(c->crc, p, l);
             }
         }
+        if (t->pcap)
+            pcap_add(t, dir, p, take);
         c->got += (uint32_t)take;
         atomic_fetch_add_explicit(&c->off, take, memory_order_relaxed);
         p += take;
@@ -290,11 +339,19 @@ static void cut_feed(struct emu_wire_ep *ep, struct tap *t, enum emu_wire_dir di
                 break;
             }
         }
-        if (c->total != 0 && c->got == c->total)
+        if (c->total != 0 && c->got == c->total) {
             frame_done(ep, t, dir, c);
+            if (t->pcap)
+                pcap_flush(t, dir);
+        }
     }
-    if (n > 0) /* lost: count the bytes all the same (pcap sequence numbers) */
+    if (n > 0) { /* not cut (any more): the bytes as they came */
+        if (t->pcap) {
+            pcap_add(t, dir, p, n);
+            pcap_flush(t, dir);
+        }
         atomic_fetch_add_explicit(&c->off, n, memory_order_relaxed);
+    }
 }
 
 /* ---------------------------------------------------------------- datagrams */
@@ -357,17 +414,6 @@ static void tap_bytes(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_d
     if (ep->datagram) {
         datagram(ep, t, dir, mh, len);
         return;
-    }
-    if (g_pcap && t->have_local && t->have_peer) {
-        const struct sockaddr *l = (const struct sockaddr *)&t->local, *p = (const struct sockaddr *)&t->peer;
-        uint32_t seq = 1 + (uint32_t)atomic_load_explicit(&t->cut[dir].off, memory_order_relaxed);
-        uint32_t ack = 1 + (uint32_t)atomic_load_explicit(&t->cut[!dir].off, memory_order_relaxed);
-        for (size_t done = 0; done < len;) {
-            size_t l2 = len - done < EMU_PCAP_SEG_MAX ? len - done : EMU_PCAP_SEG_MAX;
-            emu_pcap_tcp(dir == EMU_WIRE_TX ? l : p, dir == EMU_WIRE_TX ? p : l, seq + (uint32_t)done, ack,
-                         EMU_PCAP_PSH | EMU_PCAP_ACK, mh->msg_iov, (size_t)mh->msg_iovlen, done, l2);
-            done += l2;
-        }
     }
     size_t left = len;
     for (size_t i = 0; i < (size_t)mh->msg_iovlen && left > 0; i++) {
