@@ -23,39 +23,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export EX_OUT=$tmp
 export DAT_OVERRIDE=${DAT_OVERRIDE:-$BUILD/dat.conf}
-R=(-o tcp.try_heuristic_first:TRUE --enable-heuristic iwarp_mpa_tcp
-   --disable-heuristic rpcrdma_iwarp --disable-heuristic smb_direct_iwarp)
+# shellcheck source=test/e2e/lib/pcap_judge.sh
+. "$here/lib/pcap_judge.sh"
+R=("${PJ_R[@]}")
 fail=0
 ok() { echo "ok - $*"; }
 notok() { echo "not ok - $*"; fail=1; }
-
-judge() { # label pcap trace crc
-    local label=$1 cap=$2 trace=$3 crc=$4
-    ts() { tshark -r "$cap" "${R[@]}" "$@" 2>/dev/null; }
-    local bad undecoded mpa fpdus want_mpa want_fpdu good crc_ok
-    bad=$(ts -Y '_ws.malformed || _ws.expert.severity == error' | wc -l)
-    undecoded=$(ts -2 -Y 'tcp.len > 0 && !iwarp_mpa && !tcp.reassembled_in' | wc -l)
-    mpa=$(ts -Y 'iwarp_mpa.req || iwarp_mpa.rep' | wc -l)
-    fpdus=$(ts -Y iwarp_mpa.fpdu -T fields -e iwarp_mpa.ulpdulength -E occurrence=a -E aggregator=' ' | wc -w)
-    want_mpa=$(grep -c '"rec":"frame".*"kind":"mpa_re[qp]"' "$trace")
-    want_fpdu=$(grep -c '"rec":"frame".*"kind":"fpdu"' "$trace")
-    if [ "$bad" -eq 0 ] && [ "$undecoded" -eq 0 ] && [ "$mpa" -eq "$want_mpa" ] && [ "$fpdus" -eq "$want_fpdu" ] &&
-        [ "$fpdus" -gt 0 ]; then
-        ok "$label: tshark decodes $mpa MPA frames and $fpdus FPDUs = the trace's frame records, 0 malformed"
-    else
-        notok "$label: malformed/errors $bad, undecoded segments $undecoded, MPA $mpa (trace $want_mpa)," \
-            "FPDUs $fpdus (trace $want_fpdu)"
-        ts -Y '_ws.malformed || _ws.expert.severity == error || (tcp.len > 0 && !iwarp_mpa && !tcp.reassembled_in)' |
-            head -5 | sed 's/^/  # /'
-    fi
-    if [ "$crc" = on ]; then
-        good=$(ts -O iwarp_mpa | grep -c 'Good CRC32')
-        crc_ok=$(grep -c '"rec":"frame".*"kind":"fpdu".*"crc":"ok"' "$trace")
-        [ "$good" -eq "$fpdus" ] && [ "$crc_ok" -eq "$want_fpdu" ] &&
-            ok "$label: CRC on: $good Good CRC32 in the capture, $crc_ok \"crc\":\"ok\" records" ||
-            notok "$label: CRC on: Good CRC32 $good of $fpdus FPDUs, crc ok records $crc_ok of $want_fpdu"
-    fi
-}
+pj_ok() { ok "$@"; }
+pj_notok() { notok "$@"; }
 
 run_example() { # name crc
     local name=$1 crc=$2 port=$((20000 + RANDOM % 12000))
@@ -69,7 +44,7 @@ for spec in send_recv:off rdma_write:off rdma_read:off write_imm:off fetch_add:o
     name=${spec%%:*} crc=${spec#*:}
     run_example "$name" "$crc" || continue
     for side in server client; do
-        judge "$name $side (CRC $crc)" "$tmp/$name.$side.pcapng" "$tmp/$name.$side.jsonl" "$crc"
+        pcap_judge "$name $side (CRC $crc)" "$tmp/$name.$side.pcapng" "$tmp/$name.$side.jsonl" "$crc"
     done
     if [ "$name" = protection ]; then
         for side in server client; do

@@ -304,7 +304,7 @@ int render_html(FILE *o, const struct entry *e, size_t n, int nlanes, char label
             fprintf(o, "<g class=\"memcheck %s\" data-i=\"%zu\" data-side=\"%c\" data-stag=\"%s\" data-access=\"%s\"",
                     allowed ? "allowed" : "denied", i, 'A' + lane, get0(&r, "stag"), get0(&r, "access"));
             close_open_g(o, e[i].line);
-            int w = 300, x0 = right ? rx - 20 : rx - w + 20;
+            int w = 380, x0 = rx - w / 2;
             fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\" class=\"%s\"/>", x0, y - 9, w, 17,
                     allowed ? "ok" : "err");
             text(o, x0 + w / 2, y + 4, "middle", allowed ? "ok" : "err", lab);
