@@ -44,7 +44,9 @@ struct cut {
      * of the reads were. */
     uint8_t *pend;
     uint32_t pend_len;
-    uint64_t pend_seq;       /* stream offset of pend[0] */
+    _Atomic uint64_t pend_seq; /* stream offset of pend[0]: the bytes before it
+                                * are in the file (the other direction's
+                                * packets acknowledge no more than that) */
 };
 
 struct tap {
@@ -140,11 +142,12 @@ static void pcap_flush(struct tap *t, enum emu_wire_dir dir)
     if (c->pend_len == 0)
         return;
     const struct sockaddr *l = (const struct sockaddr *)&t->local, *p = (const struct sockaddr *)&t->peer;
-    uint32_t ack = 1 + (uint32_t)atomic_load_explicit(&t->cut[!dir].off, memory_order_relaxed);
+    uint32_t ack = 1 + (uint32_t)atomic_load_explicit(&t->cut[!dir].pend_seq, memory_order_acquire);
+    uint64_t seq = atomic_load_explicit(&c->pend_seq, memory_order_relaxed);
     struct iovec v = {c->pend, c->pend_len};
-    emu_pcap_tcp(dir == EMU_WIRE_TX ? l : p, dir == EMU_WIRE_TX ? p : l, 1 + (uint32_t)c->pend_seq, ack,
+    emu_pcap_tcp(dir == EMU_WIRE_TX ? l : p, dir == EMU_WIRE_TX ? p : l, 1 + (uint32_t)seq, ack,
                  EMU_PCAP_PSH | EMU_PCAP_ACK, &v, 1, 0, c->pend_len);
-    c->pend_seq += c->pend_len;
+    atomic_store_explicit(&c->pend_seq, seq + c->pend_len, memory_order_release);
     c->pend_len = 0;
 }
 
