@@ -10,6 +10,8 @@
 #   - with SOFTDAT_CRC=on: a Good CRC32 for every FPDU and every frame
 #     record "crc":"ok";
 #   - protection: the Terminates in both captures;
+#   - UD (dat_ud_peer): every UDP datagram decodes as RoCEv2 BTH + DETH,
+#     as many as the trace's datagram records;
 #   - SOFTDAT_PCAP_MAX: a capped capture stops at the cap and still reads.
 # Exit 0 pass, 77 skip (no tshark), else fail.
 set -u
@@ -53,6 +55,44 @@ for spec in send_recv:off rdma_write:off rdma_read:off write_imm:off fetch_add:o
         done
     fi
 done
+
+# UD: dat_ud_peer (every size 0 .. 32 KiB, a burst) writes its datagrams
+# as UDP packets; decoded as RoCEv2 (docs/wire.md §7.4), every one is
+# BTH + DETH, as many as the trace's datagram records that name a peer.
+peer=$BUILD/test/helpers/dat_ud_peer
+if [ -x "$peer" ]; then
+    port=$((20000 + RANDOM % 12000))
+    SOFTDAT_PCAP=$tmp/ud.server.pcapng SOFTDAT_TRACE=$tmp/ud.server.jsonl timeout 60 "$peer" server softdat-lo "$port" \
+        >"$tmp/ud.server.log" 2>&1 &
+    spid=$!
+    for _ in $(seq 1 100); do grep -q listening "$tmp/ud.server.log" && break; sleep 0.1; done
+    SOFTDAT_PCAP=$tmp/ud.client.pcapng SOFTDAT_TRACE=$tmp/ud.client.jsonl timeout 60 "$peer" client softdat-lo \
+        127.0.0.1 "$port" >"$tmp/ud.client.log" 2>&1
+    crc=$?
+    wait "$spid"
+    src=$?
+    if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+        notok "dat_ud_peer with SOFTDAT_PCAP: client $crc, server $src"; tail -3 "$tmp/ud.client.log" | sed 's/^/  # /'
+    else
+        for side in server client; do
+            cap=$tmp/ud.$side.pcapng
+            D=("${R[@]}")
+            for p in $(tshark -r "$cap" -Y udp -T fields -e udp.srcport -e udp.dstport 2>/dev/null | tr '\t' '\n' | sort -un); do
+                D+=(-d "udp.port==$p,infiniband")
+            done
+            D+=(--disable-heuristic mellanox_eoib)
+            bad=$(tshark -r "$cap" "${D[@]}" -Y '_ws.malformed || _ws.expert.severity == error' 2>/dev/null | wc -l)
+            udp=$(tshark -r "$cap" "${D[@]}" -Y udp 2>/dev/null | wc -l)
+            ib=$(tshark -r "$cap" "${D[@]}" -Y 'infiniband.bth && infiniband.deth' 2>/dev/null | wc -l)
+            recs=$(grep -c '"kind":"datagram".*"flow"' "$tmp/ud.$side.jsonl")
+            if [ "$bad" -eq 0 ] && [ "$udp" -gt 0 ] && [ "$ib" -eq "$udp" ] && [ "$udp" -eq "$recs" ]; then
+                ok "UD $side: $udp UDP datagrams decode as BTH + DETH = the trace's datagram records, 0 malformed"
+            else
+                notok "UD $side: malformed $bad, UDP $udp, BTH+DETH $ib, datagram records $recs"
+            fi
+        done
+    fi
+fi
 
 # The cap: 2 KiB holds the headers and a few packets, then stops (the
 # file stays a valid pcapng).
