@@ -230,8 +230,39 @@ void sd_trace_begin(struct sd_trace_rec *r, const char *kind, const struct sd_tr
     sd_trace_begin_at(r, kind, ctx, 0);
 }
 
+/* pid and thread id of every record, without two system calls each time:
+ * cached (per process, per thread) and forgotten in a forked child. */
+static int g_pid;
+static __thread long t_tid;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+static void forked_child(void)
+{
+    __atomic_store_n(&g_pid, 0, __ATOMIC_RELAXED);
+    t_tid = 0;
+}
+static void install_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, forked_child);
+}
+static void ids(int *pid, long *tid)
+{
+    pthread_once(&g_fork_once, install_fork_handler);
+    int p = __atomic_load_n(&g_pid, __ATOMIC_RELAXED);
+    if (p == 0) {
+        p = (int)getpid();
+        __atomic_store_n(&g_pid, p, __ATOMIC_RELAXED);
+    }
+    if (t_tid == 0)
+        t_tid = (long)syscall(SYS_gettid);
+    *pid = p;
+    *tid = t_tid;
+}
+
 void sd_trace_begin_at(struct sd_trace_rec *r, const char *kind, const struct sd_trace_ctx *ctx, uint64_t mono)
 {
+    int pid;
+    long tid;
+    ids(&pid, &tid);
     uint64_t now = mono ? mono : sd_mono_ns();
     uint64_t t0 = ctx != NULL && ctx->ia != 0 ? ctx->t0_ns : g_t0;
     r->len = 0;
@@ -239,7 +270,7 @@ void sd_trace_begin_at(struct sd_trace_rec *r, const char *kind, const struct sd
     put(r, "{\"rec\":", 7);
     put_str(r, kind);
     putf(r, ",\"mono_ns\":%" PRIu64 ",\"t_ns\":%" PRIu64 ",\"pid\":%d,\"tid\":%ld", now, now >= t0 ? now - t0 : 0,
-         (int)getpid(), (long)syscall(SYS_gettid));
+         pid, tid);
     if (ctx != NULL && ctx->ia != 0)
         sd_trace_kv_id(r, "ia", "ia", ctx->ia);
 }

@@ -225,7 +225,8 @@ static bool summarize(const struct rec *r, bool all, struct out *o)
     if (strcmp(kind, "frame") == 0) {
         bool tx = rec_get(r, "dir") && strcmp(rec_get(r, "dir"), "tx") == 0;
         add(o, "%s %s", tx ? "==>" : "<==", rec_get(r, "op") ? rec_get(r, "op") : rec_get(r, "kind"));
-        static const char *const keys[] = {"conn", "stag", "to", "msn", "mo", "payload_len", "crc", "term", NULL};
+        static const char *const keys[] = {"conn",     "stag", "to",  "msn",       "mo", "src_stag", "src_to", "size",
+                                           "payload_len", "crc", "term_text", NULL};
         kvs(o, r, keys);
         return true;
     }
@@ -233,7 +234,7 @@ static bool summarize(const struct rec *r, bool all, struct out *o)
         const char *al = rec_get(r, "allowed");
         add(o, "MEMCHECK %s %s", rec_get(r, "access") ? rec_get(r, "access") : "?",
             al && strcmp(al, "true") == 0 ? "allowed" : "DENIED");
-        static const char *const keys[] = {"stag", "to", "len", "reason", NULL};
+        static const char *const keys[] = {"reason", "stag", "to", "len", NULL};
         kvs(o, r, keys);
         return true;
     }

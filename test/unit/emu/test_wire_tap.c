@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static char g_trace[256], g_pcap[256];
@@ -252,12 +253,93 @@ START_TEST(not_mpa_not_cut)
 }
 END_TEST
 
+
+/* What a frame costs the sender and the receiver together (CPU time of
+ * the process, so that waiting for a busy machine does not count): one Send FPDU
+ * (64 B payload) written with emu_wire_send1 and read with
+ * emu_wire_recv1, N times, with no observer, with the frame records on,
+ * and with SOFTDAT_PCAP only. Reported on stderr ("wire tap bench", the
+ * figures of docs/trace.md §5); asserted only to be finite. */
+static double bench_round(int a, int b, struct emu_wire_ep *ea, struct emu_wire_ep *eb, const uint8_t *f, size_t fl,
+                          int n)
+{
+    uint8_t in[256];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_eq(emu_wire_send1(ea, a, f, fl, 0), (ssize_t)fl);
+        size_t got = 0;
+        for (int k = 0; got < fl && k < 1000; k++) {
+            ssize_t r = emu_wire_recv1(eb, b, in + got, fl - got, 0);
+            ck_assert_int_gt(r, 0);
+            got += (size_t)r;
+        }
+    }
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    return ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / n;
+}
+
+START_TEST(bench_cost_per_frame)
+{
+    enum { N = 5000 };
+    snprintf(g_trace, sizeof g_trace, "/tmp/softdat-test-tap3-%d.jsonl", (int)getpid());
+    snprintf(g_pcap, sizeof g_pcap, "/tmp/softdat-test-tap3-%d.pcapng", (int)getpid());
+    double ns[3][3];
+    for (int rep = 0; rep < 3; rep++) {
+        for (int mode = 0; mode < 3; mode++) {
+            int a, b;
+            tcp_pair(&a, &b);
+            struct emu_wire_ep ea, eb;
+            emu_wire_ep_init(&ea, false, 1, 0);
+            emu_wire_ep_init(&eb, false, 1, 0);
+            if (mode == 1) {
+                ck_assert_int_eq(sd_trace_open(g_trace, 1ull << 30), 0);
+                emu_wire_tap_start(true);
+            } else if (mode == 2) {
+                ck_assert_int_eq(emu_pcap_open(g_pcap, 1ull << 30), 0);
+                emu_wire_tap_start(false);
+            }
+            static uint8_t req[64], f[200];
+            size_t rq = mpa(req, true, 0, 0);
+            move(&ea, a, &eb, b, req, rq);
+            struct emu_ddp_hdr h;
+            memset(&h, 0, sizeof h);
+            h.opcode = EMU_OP_SEND, h.last = true, h.msn = 1;
+            size_t fl = fpdu(f, &h, 64, false);
+            ns[mode][rep] = bench_round(a, b, &ea, &eb, f, fl, N);
+            emu_wire_ep_fini(&ea);
+            emu_wire_ep_fini(&eb);
+            emu_wire_tap_stop();
+            emu_pcap_close();
+            sd_trace_close();
+            close(a);
+            close(b);
+        }
+    }
+    double best[3];
+    for (int m = 0; m < 3; m++) {
+        best[m] = ns[m][0];
+        for (int r = 1; r < 3; r++)
+            if (ns[m][r] < best[m])
+                best[m] = ns[m][r];
+        ck_assert(best[m] > 0 && best[m] < 1e7);
+    }
+    fprintf(stderr,
+            "wire tap bench: one 84-byte FPDU sent and received, best of 3 x %d: no observer %.0f ns, "
+            "frame records (2: tx and rx) %.0f ns (+%.0f ns a record), SOFTDAT_PCAP only %.0f ns (+%.0f ns a packet)\n",
+            N, best[0], best[1], (best[1] - best[0]) / 2, best[2], (best[2] - best[0]) / 2);
+    unlink(g_trace);
+    unlink(g_pcap);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("wire_tap");
     TCase *tc = tcase_create("tap");
     tcase_add_test(tc, stream_cut_both_sides);
     tcase_add_test(tc, not_mpa_not_cut);
+    tcase_add_test(tc, bench_cost_per_frame);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
