@@ -41,20 +41,6 @@ static void put_le32(uint8_t *p, uint32_t v)
     put_le16(p + 2, (uint16_t)(v >> 16));
 }
 
-static bool write_all(int fd, const uint8_t *p, size_t n)
-{
-    for (int tries = 0; n > 0 && tries < 100; tries++) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return n == 0;
-}
-
 int emu_pcap_open(const char *path, uint64_t max_bytes)
 {
     char full[4096];
@@ -90,7 +76,7 @@ int emu_pcap_open(const char *path, uint64_t max_bytes)
     idb[20] = 9;
     /* idb[24..28): opt_endofopt */
     put_le32(idb + 28, sizeof idb);
-    if (!write_all(fd, shb, sizeof shb) || !write_all(fd, idb, sizeof idb)) {
+    if (!sd_trace_write_all(fd, shb, sizeof shb) || !sd_trace_write_all(fd, idb, sizeof idb)) {
         int e = errno;
         fprintf(stderr, "softdat: SOFTDAT_PCAP=%s: %s\n", full, strerror(e));
         close(fd);
@@ -123,14 +109,6 @@ bool emu_pcap_is_open(void)
     bool on = g_fd >= 0 && !g_full;
     pthread_mutex_unlock(&g_mu);
     return on;
-}
-
-uint64_t emu_pcap_bytes(void)
-{
-    pthread_mutex_lock(&g_mu);
-    uint64_t b = g_bytes;
-    pthread_mutex_unlock(&g_mu);
-    return b;
 }
 
 /* An address as IPv4 (4 bytes, v4-mapped IPv6 included) or IPv6 (16):
@@ -246,7 +224,7 @@ static void emit_locked(size_t plen)
     put_le32(b + 24, (uint32_t)plen);
     memset(b + EPB_HDR + plen, 0, padded - plen);
     put_le32(b + EPB_HDR + padded, (uint32_t)total);
-    if (write_all(g_fd, b, total))
+    if (sd_trace_write_all(g_fd, b, total))
         g_bytes += total;
 }
 

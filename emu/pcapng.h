@@ -28,7 +28,6 @@
 int emu_pcap_open(const char *path, uint64_t max_bytes);
 void emu_pcap_close(void);
 bool emu_pcap_is_open(void);
-uint64_t emu_pcap_bytes(void);
 
 #define EMU_PCAP_FIN 0x01
 #define EMU_PCAP_SYN 0x02

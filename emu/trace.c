@@ -324,17 +324,19 @@ void sd_trace_kv_json(struct sd_trace_rec *r, const char *key, const char *json)
     key_end(r, m, ok);
 }
 
-static void write_all(int fd, const char *p, size_t n)
+bool sd_trace_write_all(int fd, const void *buf, size_t n)
 {
+    const char *p = buf;
     for (int tries = 0; n > 0 && tries < 100; tries++) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return; /* disk full or gone: the trace is best effort */
+            return false; /* disk full or gone: best effort */
         p += w;
         n -= (size_t)w;
     }
+    return n == 0;
 }
 
 void sd_trace_end(struct sd_trace_rec *r)
@@ -355,10 +357,10 @@ void sd_trace_end(struct sd_trace_rec *r)
                              "{\"rec\":\"trace\",\"mono_ns\":%" PRIu64 ",\"t_ns\":%" PRIu64
                              ",\"pid\":%d,\"tid\":%ld,\"what\":\"truncated\",\"max_bytes\":%" PRIu64 "}\n",
                              sd_mono_ns(), sd_mono_ns() - g_t0, (int)getpid(), (long)syscall(SYS_gettid), g_max);
-            write_all(g_fd, last, (size_t)n);
+            sd_trace_write_all(g_fd, last, (size_t)n);
             g_bytes += (uint64_t)n;
         } else {
-            write_all(g_fd, r->buf, r->len);
+            sd_trace_write_all(g_fd, r->buf, r->len);
             g_bytes += r->len;
         }
     }

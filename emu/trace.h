@@ -49,6 +49,9 @@ int sd_trace_open(const char *path, uint64_t max_bytes);
 /* A file name with "%p" replaced by the pid and "%%" by "%" (also for
  * SOFTDAT_PCAP); -1 when it does not fit in cap. */
 int sd_trace_expand_path(const char *in, char *out, size_t cap);
+/* write(2) all of buf (EINTR and short writes retried, bounded); false
+ * when the file will not take it. Also the pcap writer's. */
+bool sd_trace_write_all(int fd, const void *buf, size_t n);
 /* Turn tracing off and close the file (tests; the library never closes). */
 void sd_trace_close(void);
 /* Bytes written so far, and whether the cap stopped the trace. */

@@ -36,8 +36,8 @@ struct cut {
     uint8_t trl[4];          /* its CRC field */
     uint32_t crc;            /* CRC32c of [0, total - 4) so far */
     bool crc_on;             /* CRC in use (both MPA frames' C flags) */
-    bool mpa_seen;
-    uint8_t mpa_flags;
+    uint8_t mpa_flags;       /* its MPA frame's flags; read by the other direction
+                              * (__atomic: written once, by this one) */
     /* pcap: the bytes of this direction not yet written, written as one
      * TCP segment when a frame ends (or the buffer fills), so that packets
      * start at frame boundaries as a sender's would, whatever the sizes
@@ -277,9 +277,8 @@ static void frame_done(struct emu_wire_ep *ep, struct tap *t, enum emu_wire_dir 
             record_fpdu(ep, t, dir, c);
     }
     if (c->phase == CUT_MPA) {
-        c->mpa_seen = true;
-        c->mpa_flags = c->hdr[EMU_WIRE_MPA_FLAGS];
-        c->phase = (c->mpa_flags & EMU_MPA_FLAG_M) ? CUT_LOST : CUT_FPDU;
+        __atomic_store_n(&c->mpa_flags, c->hdr[EMU_WIRE_MPA_FLAGS], __ATOMIC_RELAXED);
+        c->phase = (c->hdr[EMU_WIRE_MPA_FLAGS] & EMU_MPA_FLAG_M) ? CUT_LOST : CUT_FPDU;
     }
     c->got = 0;
     c->total = 0;
@@ -297,7 +296,9 @@ static uint32_t frame_total(struct tap *t, struct cut *c)
             return 0;
         return EMU_MPA_HDR_LEN + emu_get_be16(c->hdr + EMU_WIRE_MPA_PD_LEN);
     }
-    c->crc_on = ((t->cut[0].mpa_flags | t->cut[1].mpa_flags) & EMU_MPA_FLAG_C) != 0;
+    c->crc_on = ((__atomic_load_n(&t->cut[0].mpa_flags, __ATOMIC_RELAXED) |
+                  __atomic_load_n(&t->cut[1].mpa_flags, __ATOMIC_RELAXED)) &
+                 EMU_MPA_FLAG_C) != 0;
     return emu_fpdu_wire_len(emu_get_be16(c->hdr));
 }
 
@@ -317,9 +318,11 @@ static void cut_feed(struct emu_wire_ep *ep, struct tap *t, enum emu_wire_dir di
             if (c->got < CUT_HDR)
                 memcpy(c->hdr + c->got, p, CUT_HDR - c->got < take ? CUT_HDR - c->got : take);
             /* The CRC field: the last 4 bytes. */
-            for (size_t i = 0; i < take; i++)
-                if (c->got + i >= c->total - EMU_FPDU_CRC_BYTES)
-                    c->trl[c->got + i - (c->total - EMU_FPDU_CRC_BYTES)] = p[i];
+            uint32_t tstart = c->total - EMU_FPDU_CRC_BYTES;
+            if (c->got + take > tstart) {
+                size_t from = c->got >= tstart ? 0 : tstart - c->got;
+                memcpy(c->trl + (c->got + from - tstart), p + from, take - from);
+            }
         }
         if (crc && c->phase == CUT_FPDU) {
             /* CRC over [got, got + take) within [0, total - 4); total 0: the length field. */

@@ -74,10 +74,17 @@ static const char *get0(const struct rec *r, const char *k)
     return v ? v : "";
 }
 
-/* An element's opening: group with class, record index, side, tooltip. */
-static void open_g(FILE *o, const char *cls, size_t i, int lane, const char *line)
+/* An element's opening: group with class, record index, side; then its
+ * data- attributes (attr), then close_open_g adds the tooltip. */
+static void open_g(FILE *o, const char *cls, size_t i, int lane)
 {
     fprintf(o, "<g class=\"%s\" data-i=\"%zu\" data-side=\"%c\"", cls, i, lane == 0 ? 'A' : 'B');
+}
+static void attr(FILE *o, const char *name, const char *val)
+{
+    fprintf(o, " data-%s=\"", name);
+    esc(o, val);
+    fputc('"', o);
 }
 static void close_open_g(FILE *o, const char *line)
 {
@@ -97,18 +104,6 @@ static void arrow(FILE *o, int x1, int y1, int x2, int y2, const char *cls)
 {
     fprintf(o, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"%s\" marker-end=\"url(#ah)\"/>", x1, y1, x2, y2,
             cls);
-}
-
-static bool is_quiet(const char *fn)
-{
-    static const char *const quiet[] = {"ia_query",  "ep_query",  "evd_query", "lmr_query", "rmr_query",
-                                        "pz_query",  "psp_query", "rsp_query", "cr_query",  "srq_query",
-                                        "cno_query", "csp_query", "get_consumer_context", "set_consumer_context",
-                                        "get_handle_type", "ep_get_status", "evd_wait", "evd_dequeue", NULL};
-    for (int i = 0; quiet[i]; i++)
-        if (strcmp(fn, quiet[i]) == 0)
-            return true;
-    return false;
 }
 
 static bool event_is_error(const struct rec *r)
@@ -192,7 +187,7 @@ int render_html(FILE *o, const struct entry *e, size_t n, int nlanes, char label
         bool ok = get(&r, "rc") == NULL || strcmp(get0(&r, "rc"), "DAT_SUCCESS") == 0;
         if (strcmp(k, "trace") == 0)
             continue;
-        if (strcmp(k, "call") == 0 && ok && is_quiet(get0(&r, "fn")))
+        if (strcmp(k, "call") == 0 && ok && rec_quiet_call(get0(&r, "fn")))
             continue;
         if (strcmp(k, "log") == 0 && strcmp(get0(&r, "level"), "error") != 0 && strcmp(get0(&r, "level"), "warn") != 0)
             continue;
@@ -264,15 +259,15 @@ int render_html(FILE *o, const struct entry *e, size_t n, int nlanes, char label
         if (strcmp(k, "call") == 0) {
             snprintf(lab, sizeof lab, "%s(%s)%s%s%s%s", get0(&r, "fn"), get0(&r, "obj"), get(&r, "new") ? " -> " : "",
                      get0(&r, "new"), ok ? "" : " = ", ok ? "" : get0(&r, "rc"));
-            open_g(o, "call", i, lane, e[i].line);
+            open_g(o, "call", i, lane);
             close_open_g(o, e[i].line);
             fprintf(o, "<circle cx=\"%d\" cy=\"%d\" r=\"3\" fill=\"%s\"/>", cx, y, ok ? "#555" : "#d01c1c");
             text(o, tx_, y + 4, anc, ok ? "dim" : "err", lab);
         } else if (strcmp(k, "post") == 0) {
             snprintf(lab, sizeof lab, "post %s(%s) len=%s cookie=%s%s%s", get0(&r, "op"), get0(&r, "obj"),
                      get0(&r, "len"), get0(&r, "cookie"), ok ? "" : " = ", ok ? "" : get0(&r, "rc"));
-            fprintf(o, "<g class=\"post\" data-i=\"%zu\" data-side=\"%c\" data-op=\"%s\"", i, 'A' + lane,
-                    get0(&r, "op"));
+            open_g(o, "post", i, lane);
+            attr(o, "op", get0(&r, "op"));
             close_open_g(o, e[i].line);
             arrow(o, cx, y, rx, y, "post");
             text(o, (cx + rx) / 2, y - 4, "middle", ok ? "post" : "err", lab);
@@ -280,29 +275,31 @@ int render_html(FILE *o, const struct entry *e, size_t n, int nlanes, char label
             bool bad = event_is_error(&r);
             snprintf(lab, sizeof lab, "%s %s %s len=%s", get0(&r, "type"), get0(&r, "op"), get0(&r, "status"),
                      get0(&r, "len"));
-            fprintf(o, "<g class=\"event\" data-i=\"%zu\" data-side=\"%c\" data-type=\"%s\" data-status=\"%s\" "
-                       "data-op=\"%s\"",
-                    i, 'A' + lane, get0(&r, "type"), get0(&r, "status"), get0(&r, "op"));
+            open_g(o, "event", i, lane);
+            attr(o, "type", get0(&r, "type"));
+            attr(o, "status", get0(&r, "status"));
+            attr(o, "op", get0(&r, "op"));
             close_open_g(o, e[i].line);
             arrow(o, rx, y, cx, y, bad ? "ev err" : "ev");
             text(o, (cx + rx) / 2, y - 4, "middle", bad ? "err" : "ok", lab);
         } else if (strcmp(k, "state") == 0) {
             snprintf(lab, sizeof lab, "%s %s: %s", get0(&r, "ep"), get0(&r, "conn"), get0(&r, "to"));
             bool bad = strstr(get0(&r, "to"), "ERROR") != NULL;
-            open_g(o, "state", i, lane, e[i].line);
+            open_g(o, "state", i, lane);
             close_open_g(o, e[i].line);
             text(o, tx_, y + 4, anc, bad ? "err" : "dim", lab);
         } else if (strcmp(k, "log") == 0) {
             snprintf(lab, sizeof lab, "%s: %s", get0(&r, "level"), get0(&r, "msg"));
-            open_g(o, "log", i, lane, e[i].line);
+            open_g(o, "log", i, lane);
             close_open_g(o, e[i].line);
             text(o, rx + (right ? 8 : -8), y + 4, anc, "err", lab);
         } else if (strcmp(k, "memcheck") == 0) {
             bool allowed = strcmp(get0(&r, "allowed"), "true") == 0;
             snprintf(lab, sizeof lab, "check %s stag=%s to=%s len=%s: %s", get0(&r, "access"), get0(&r, "stag"),
                      get0(&r, "to"), get0(&r, "len"), allowed ? "allowed" : get0(&r, "reason"));
-            fprintf(o, "<g class=\"memcheck %s\" data-i=\"%zu\" data-side=\"%c\" data-stag=\"%s\" data-access=\"%s\"",
-                    allowed ? "allowed" : "denied", i, 'A' + lane, get0(&r, "stag"), get0(&r, "access"));
+            open_g(o, allowed ? "memcheck allowed" : "memcheck denied", i, lane);
+            attr(o, "stag", get0(&r, "stag"));
+            attr(o, "access", get0(&r, "access"));
             close_open_g(o, e[i].line);
             int w = 380, x0 = rx - w / 2;
             fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\" class=\"%s\"/>", x0, y - 9, w, 17,
@@ -318,10 +315,13 @@ int render_html(FILE *o, const struct entry *e, size_t n, int nlanes, char label
             bool matched = p >= 0 && row[pi] >= 0 && e[pi].lane != e[i].lane;
             if (!tx && matched)
                 goto placement; /* the arrow is drawn from the sender's row */
-            fprintf(o, "<g class=\"frame\" data-i=\"%zu\" data-side=\"%c\" data-dir=\"%s\" data-op=\"%s\" "
-                       "data-kind=\"%s\" data-stag=\"%s\" data-to=\"%s\" data-matched=\"%d\"",
-                    i, 'A' + lane, tx ? "tx" : "rx", get0(&r, "op"), get0(&r, "kind"), get0(&r, "stag"),
-                    get0(&r, "to"), matched);
+            open_g(o, "frame", i, lane);
+            attr(o, "dir", tx ? "tx" : "rx");
+            attr(o, "op", get0(&r, "op"));
+            attr(o, "kind", get0(&r, "kind"));
+            attr(o, "stag", get0(&r, "stag"));
+            attr(o, "to", get0(&r, "to"));
+            attr(o, "matched", matched ? "1" : "0");
             close_open_g(o, e[i].line);
             int x1, y1, x2, y2;
             if (matched) {
@@ -346,8 +346,9 @@ int render_html(FILE *o, const struct entry *e, size_t n, int nlanes, char label
                              get0(&r, "stag"), get0(&r, "to"));
                 else
                     snprintf(lab, sizeof lab, "placed %s B (%s) into the posted receive", get0(&r, "payload_len"), op);
-                fprintf(o, "<g class=\"placement\" data-i=\"%zu\" data-side=\"%c\" data-op=\"%s\" data-stag=\"%s\"", i,
-                        'A' + lane, op, get0(&r, "stag"));
+                open_g(o, "placement", i, lane);
+                attr(o, "op", op);
+                attr(o, "stag", get0(&r, "stag"));
                 close_open_g(o, e[i].line);
                 int w = 290, x0 = right ? rx - 10 : rx - w + 10;
                 fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"3\" class=\"pl\"/>", x0, py - 8, w,

@@ -145,18 +145,6 @@ static void kvs(struct out *o, const struct rec *r, const char *const *keys)
     }
 }
 
-static bool is_quiet_call(const char *fn)
-{
-    static const char *const quiet[] = {"ia_query",  "ep_query",  "evd_query", "lmr_query", "rmr_query",
-                                        "pz_query",  "psp_query", "rsp_query", "cr_query",  "srq_query",
-                                        "cno_query", "csp_query", "get_consumer_context", "set_consumer_context",
-                                        "get_handle_type", "ep_get_status", "evd_wait", "evd_dequeue", NULL};
-    for (int i = 0; quiet[i]; i++)
-        if (strcmp(fn, quiet[i]) == 0)
-            return true;
-    return false;
-}
-
 /* One line describing the record; false to leave it out. */
 static bool summarize(const struct rec *r, bool all, struct out *o)
 {
@@ -167,7 +155,7 @@ static bool summarize(const struct rec *r, bool all, struct out *o)
         return false;
     if (strcmp(kind, "call") == 0) {
         const char *fn = rec_get(r, "fn");
-        if (!all && fn && ok && is_quiet_call(fn))
+        if (!all && fn && ok && rec_quiet_call(fn))
             return false;
         add(o, "%s", fn ? fn : "?");
         const char *obj = rec_get(r, "obj");

@@ -41,6 +41,31 @@ static void tcp_pair(int *a, int *b)
     close(l);
 }
 
+/* Both ends of a loopback TCP connection with their wire endpoints
+ * (IA ids 1 and ia_b), and their teardown: endpoints first (the tap
+ * frees its state and writes what is pending), then the tap, the capture,
+ * the trace and the sockets. */
+struct pair {
+    int a, b;
+    struct emu_wire_ep ea, eb;
+};
+static void pair_up(struct pair *p, uint32_t ia_b)
+{
+    tcp_pair(&p->a, &p->b);
+    emu_wire_ep_init(&p->ea, false, 1, 0);
+    emu_wire_ep_init(&p->eb, false, ia_b, 0);
+}
+static void pair_down(struct pair *p)
+{
+    emu_wire_ep_fini(&p->ea);
+    emu_wire_ep_fini(&p->eb);
+    emu_wire_tap_stop();
+    emu_pcap_close();
+    sd_trace_close();
+    close(p->a);
+    close(p->b);
+}
+
 /* An MPA frame: key, flags, rev 2, private data of pd bytes. */
 static size_t mpa(uint8_t *p, bool req, uint8_t flags, uint16_t pd)
 {
@@ -130,18 +155,15 @@ START_TEST(stream_cut_both_sides)
     snprintf(g_pcap, sizeof g_pcap, "/tmp/softdat-test-tap-%d.pcapng", (int)getpid());
     emu_wire_tap_start(true);
 
-    int a, b;
-    tcp_pair(&a, &b);
-    struct emu_wire_ep ea, eb;
-    emu_wire_ep_init(&ea, false, 1, 0);
-    emu_wire_ep_init(&eb, false, 2, 0);
-    emu_wire_ep_set_conn(&ea, 7);
-    emu_wire_ep_set_conn(&eb, 9);
+    struct pair pr;
+    pair_up(&pr, 2);
+    emu_wire_ep_set_conn(&pr.ea, 7);
+    emu_wire_ep_set_conn(&pr.eb, 9);
 
     static uint8_t req[600], rep[600], data[200000];
     size_t rq = mpa(req, true, EMU_MPA_FLAG_C, 12), rp = mpa(rep, false, 0, 300);
-    move(&ea, a, &eb, b, req, rq);
-    move(&eb, b, &ea, a, rep, rp);
+    move(&pr.ea, pr.a, &pr.eb, pr.b, req, rq);
+    move(&pr.eb, pr.b, &pr.ea, pr.a, rep, rp);
 
     size_t n = 0;
     struct emu_ddp_hdr h;
@@ -162,15 +184,8 @@ START_TEST(stream_cut_both_sides)
     emu_term_init(&t, EMU_TERM_RDMAP, EMU_TERM_RDMAP_PROTECTION, EMU_RDMAP_EC_INV_STAG, NULL, 0, 0);
     emu_term_hdr(&h, &t);
     n += fpdu(data + n, &h, 0, false);
-    move(&ea, a, &eb, b, data, n);
-
-    emu_wire_ep_fini(&ea);
-    emu_wire_ep_fini(&eb);
-    emu_wire_tap_stop();
-    emu_pcap_close();
-    sd_trace_close();
-    close(a);
-    close(b);
+    move(&pr.ea, pr.a, &pr.eb, pr.b, data, n);
+    pair_down(&pr);
 
     char *tr = slurp(g_trace, NULL);
     /* 2 MPA frames and 5 FPDUs, each seen sent (ia1/c7 or ia2/c9) and received. */
@@ -232,20 +247,12 @@ START_TEST(not_mpa_not_cut)
     snprintf(g_trace, sizeof g_trace, "/tmp/softdat-test-tap2-%d.jsonl", (int)getpid());
     ck_assert_int_eq(sd_trace_open(g_trace, 0), 0);
     emu_wire_tap_start(true);
-    int a, b;
-    tcp_pair(&a, &b);
-    struct emu_wire_ep ea, eb;
-    emu_wire_ep_init(&ea, false, 1, 0);
-    emu_wire_ep_init(&eb, false, 1, 0);
+    struct pair pr;
+    pair_up(&pr, 1);
     static uint8_t junk[5000];
     memset(junk, 'x', sizeof junk);
-    move(&ea, a, &eb, b, junk, sizeof junk);
-    emu_wire_ep_fini(&ea);
-    emu_wire_ep_fini(&eb);
-    emu_wire_tap_stop();
-    sd_trace_close();
-    close(a);
-    close(b);
+    move(&pr.ea, pr.a, &pr.eb, pr.b, junk, sizeof junk);
+    pair_down(&pr);
     char *tr = slurp(g_trace, NULL);
     ck_assert_int_eq(count(tr, "\"rec\":\"frame\""), 0);
     free(tr);
@@ -287,11 +294,8 @@ START_TEST(bench_cost_per_frame)
     double ns[3][3];
     for (int rep = 0; rep < 3; rep++) {
         for (int mode = 0; mode < 3; mode++) {
-            int a, b;
-            tcp_pair(&a, &b);
-            struct emu_wire_ep ea, eb;
-            emu_wire_ep_init(&ea, false, 1, 0);
-            emu_wire_ep_init(&eb, false, 1, 0);
+            struct pair pr;
+            pair_up(&pr, 1);
             if (mode == 1) {
                 ck_assert_int_eq(sd_trace_open(g_trace, 1ull << 30), 0);
                 emu_wire_tap_start(true);
@@ -301,19 +305,13 @@ START_TEST(bench_cost_per_frame)
             }
             static uint8_t req[64], f[200];
             size_t rq = mpa(req, true, 0, 0);
-            move(&ea, a, &eb, b, req, rq);
+            move(&pr.ea, pr.a, &pr.eb, pr.b, req, rq);
             struct emu_ddp_hdr h;
             memset(&h, 0, sizeof h);
             h.opcode = EMU_OP_SEND, h.last = true, h.msn = 1;
             size_t fl = fpdu(f, &h, 64, false);
-            ns[mode][rep] = bench_round(a, b, &ea, &eb, f, fl, N);
-            emu_wire_ep_fini(&ea);
-            emu_wire_ep_fini(&eb);
-            emu_wire_tap_stop();
-            emu_pcap_close();
-            sd_trace_close();
-            close(a);
-            close(b);
+            ns[mode][rep] = bench_round(pr.a, pr.b, &pr.ea, &pr.eb, f, fl, N);
+            pair_down(&pr);
         }
     }
     double best[3];
