@@ -111,7 +111,7 @@ struct sd_trace_frame {
     uint32_t payload_len; /* DDP payload (ULPDU data) bytes */
     uint32_t frame_len;   /* whole frame on the wire, MPA header to CRC */
     enum sd_trace_crc crc;
-    /* Terminate only: layer/etype/ecode as the 3 header bytes (0 otherwise). */
+    /* Terminate only: its first 3 bytes, layer/etype, ecode, hdrct (0 otherwise). */
     uint32_t term;
     /* MPA frames only: the reject bit and private-data length; C (CRC)
      * and M (markers) flags and the revision. */
