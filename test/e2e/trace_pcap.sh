@@ -10,6 +10,7 @@
 #   - with SOFTDAT_CRC=on: a Good CRC32 for every FPDU and every frame
 #     record "crc":"ok";
 #   - protection: the Terminates in both captures;
+#   - IPv6 and 100 KiB messages (softdat-perf over ::1): the same;
 #   - UD (dat_ud_peer): every UDP datagram decodes as RoCEv2 BTH + DETH,
 #     as many as the trace's datagram records;
 #   - SOFTDAT_PCAP_MAX: a capped capture stops at the cap and still reads.
@@ -55,6 +56,32 @@ for spec in send_recv:off rdma_write:off rdma_read:off write_imm:off fetch_add:o
         done
     fi
 done
+
+# IPv6 and large messages: softdat-perf over ::1 (softdat-lo6), 100 KiB
+# Sends and Writes (two FPDUs each, 32 KiB pcap segments): IPv6 headers,
+# the same counts.
+perf=$BUILD/bin/softdat-perf
+if [ -x "$perf" ] && ip -6 addr show dev lo 2>/dev/null | grep -q '::1'; then
+    port=$((20000 + RANDOM % 12000))
+    SOFTDAT_PCAP=$tmp/v6.server.pcapng SOFTDAT_TRACE=$tmp/v6.server.jsonl timeout 60 "$perf" -s -P softdat-lo6 \
+        -p "$port" --idle 30 >"$tmp/v6.server.log" 2>&1 &
+    spid=$!
+    sleep 0.5
+    SOFTDAT_PCAP=$tmp/v6.client.pcapng SOFTDAT_TRACE=$tmp/v6.client.jsonl timeout 60 "$perf" -c ::1 -P softdat-lo6 \
+        -p "$port" -m 64,100K -n 50 -t 0.2 -r 1 send_lat write_bw >"$tmp/v6.client.log" 2>&1
+    prc=$?
+    wait "$spid"
+    if [ $prc -ne 0 ]; then
+        notok "softdat-perf over ::1 with SOFTDAT_PCAP: exit $prc"; tail -3 "$tmp/v6.client.log" | sed 's/^/  # /'
+    else
+        for side in server client; do
+            grep -q '"flow":"\[::1\]' "$tmp/v6.$side.jsonl" || notok "IPv6 $side: frame flows are not [::1]"
+            pcap_judge "IPv6, 100 KiB messages, $side" "$tmp/v6.$side.pcapng" "$tmp/v6.$side.jsonl" off
+        done
+    fi
+else
+    echo "skip - no softdat-perf or no ::1 on lo: the IPv6 capture is not checked"
+fi
 
 # UD: dat_ud_peer (every size 0 .. 32 KiB, a burst) writes its datagrams
 # as UDP packets; decoded as RoCEv2 (docs/wire.md §7.4), every one is
