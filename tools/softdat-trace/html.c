@@ -6,7 +6,8 @@
  * time order. Posts are arrows consumer -> RNIC, events RNIC -> consumer,
  * frames RNIC -> RNIC across the wire (from the sender's row to the
  * receiver's), memory checks boxes on the target's RNIC, placements marks
- * under the frame that carried the data. Errors are red. Every element
+ * under the check that allowed them (RDMA Write) or the frame that carried
+ * the data (Sends, Read Responses). Errors are red. Every element
  * carries its record: hover shows it, click prints it in the side panel.
  *
  * The SVG is well-formed XML with classes and data-* attributes a test
@@ -139,6 +140,41 @@ static void frame_label(const struct rec *r, char *b, size_t cap)
         snprintf(b + n, cap - (size_t)n, " len=%s", get0(r, "payload_len"));
 }
 
+/* Is a placement drawn in the row after this record? Data is placed
+ * after the target's memory table allowed it (RDMA Write: under the
+ * check), or, where the trace shows no check (Sends into a posted
+ * receive, Read Responses at the requester), under the frame. */
+static bool placement_after(const struct rec *r)
+{
+    const char *k = get0(r, "rec");
+    if (strcmp(k, "memcheck") == 0)
+        return strcmp(get0(r, "allowed"), "true") == 0 && strcmp(get0(r, "access"), "write") == 0 &&
+               rec_u64(r, "len") > 0;
+    return strcmp(k, "frame") == 0 && strcmp(get0(r, "dir"), "rx") == 0 && rec_u64(r, "payload_len") > 0 &&
+           strcmp(get0(r, "op"), "rdma_write") != 0;
+}
+
+static void draw_placement(FILE *o, const struct rec *r, size_t i, int lane, int rx, bool right, int y,
+                           const char *line)
+{
+    char lab[300];
+    bool check = strcmp(get0(r, "rec"), "memcheck") == 0;
+    const char *op = check ? "rdma_write" : get0(r, "op");
+    const char *len = check ? get0(r, "len") : get0(r, "payload_len");
+    if (get(r, "stag"))
+        snprintf(lab, sizeof lab, "placed %s B at stag %s + to %s", len, get0(r, "stag"), get0(r, "to"));
+    else
+        snprintf(lab, sizeof lab, "placed %s B (%s) into the posted receive", len, op);
+    open_g(o, "placement", i, lane);
+    attr(o, "op", op);
+    attr(o, "stag", get0(r, "stag"));
+    close_open_g(o, line);
+    int w = 290, x0 = right ? rx - 10 : rx - w + 10;
+    fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"3\" class=\"pl\"/>", x0, y - 8, w, 15);
+    text(o, x0 + w / 2, y + 4, "middle", "", lab);
+    fputs("</g>\n", o);
+}
+
 static void css_js_head(FILE *o, const char *title)
 {
     fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>", o);
@@ -192,8 +228,7 @@ int render_html(FILE *o, const struct entry *e, size_t n, int nlanes, char label
         if (strcmp(k, "log") == 0 && strcmp(get0(&r, "level"), "error") != 0 && strcmp(get0(&r, "level"), "warn") != 0)
             continue;
         row[i] = rows++;
-        /* A placement mark under a received data frame. */
-        if (strcmp(k, "frame") == 0 && strcmp(get0(&r, "dir"), "rx") == 0 && rec_u64(&r, "payload_len") > 0)
+        if (placement_after(&r))
             rows++;
     }
     int height = TOP + (rows + 2) * ROW;
@@ -305,6 +340,10 @@ int render_html(FILE *o, const struct entry *e, size_t n, int nlanes, char label
             fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\" class=\"%s\"/>", x0, y - 9, w, 17,
                     allowed ? "ok" : "err");
             text(o, x0 + w / 2, y + 4, "middle", allowed ? "ok" : "err", lab);
+            fputs("</g>\n", o);
+            if (placement_after(&r))
+                draw_placement(o, &r, i, lane, rx, right, y + ROW, e[i].line);
+            continue;
         } else if (strcmp(k, "frame") == 0) {
             bool tx = strcmp(get0(&r, "dir"), "tx") == 0;
             bool term = strcmp(get0(&r, "op"), "terminate") == 0 || strcmp(get0(&r, "reject"), "true") == 0 ||
@@ -338,24 +377,8 @@ int render_html(FILE *o, const struct entry *e, size_t n, int nlanes, char label
             if (tx)
                 continue;
         placement:
-            if (!tx && rec_u64(&r, "payload_len") > 0) {
-                int py = y + ROW;
-                const char *op = get0(&r, "op");
-                if (get(&r, "stag"))
-                    snprintf(lab, sizeof lab, "placed %s B at stag %s + to %s", get0(&r, "payload_len"),
-                             get0(&r, "stag"), get0(&r, "to"));
-                else
-                    snprintf(lab, sizeof lab, "placed %s B (%s) into the posted receive", get0(&r, "payload_len"), op);
-                open_g(o, "placement", i, lane);
-                attr(o, "op", op);
-                attr(o, "stag", get0(&r, "stag"));
-                close_open_g(o, e[i].line);
-                int w = 290, x0 = right ? rx - 10 : rx - w + 10;
-                fprintf(o, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"3\" class=\"pl\"/>", x0, py - 8, w,
-                        15);
-                text(o, x0 + w / 2, py + 4, "middle", "", lab);
-                fputs("</g>\n", o);
-            }
+            if (placement_after(&r))
+                draw_placement(o, &r, i, lane, rx, right, y + ROW, e[i].line);
             continue;
         } else {
             continue;
