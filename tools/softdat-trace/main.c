@@ -315,7 +315,7 @@ int main(int argc, char **argv)
     printf("%*s", TIME_COL, "time_ms");
     for (int i = 0; i < nlanes; i++) {
         char head[128];
-        snprintf(head, sizeof head, "%s (pid %d)", labels[i], pids[i]);
+        snprintf(head, sizeof head, "%.63s (pid %d)", labels[i], pids[i]);
         printf("  %-*.*s", width, width, head);
     }
     printf("\n");
