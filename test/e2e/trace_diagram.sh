@@ -7,7 +7,9 @@
 # Terminates and error events of protection), and, when a Chromium is
 # installed, headless Chromium renders the rdma_write page to a PNG that
 # is not blank. Without Chromium that part is skipped with a message; the
-# SVG is asserted in every case. Exit 0 pass, 77 skip, else fail.
+# SVG is asserted in every case. Then the clock alignment: the server's
+# trace shifted 5 s ahead is realigned from the matched frames.
+# Exit 0 pass, 77 skip, else fail.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -43,4 +45,43 @@ for name in rdma_write protection; do
     fi
     python3 "$here/lib/check_diagram.py" "$tmp/$name.html" "$name" $png || fail=1
 done
+# (appended to trace_diagram.sh) Two machines' clocks: the server's trace
+# shifted by +5 s (as if its CLOCK_MONOTONIC were 5 s ahead) must be
+# realigned from the matched frames: softdat-trace reports an offset of
+# about 5 s and, merged, every frame is received after it was sent.
+shifted=$tmp/rdma_write.server.shifted.jsonl
+if [ -s "$tmp/rdma_write.server.jsonl" ]; then
+    python3 -c '
+import json, sys
+with open(sys.argv[2], "w") as out:
+    for line in open(sys.argv[1]):
+        r = json.loads(line)
+        r["mono_ns"] += 5000000000
+        out.write(json.dumps(r, separators=(",", ":")) + "\n")' "$tmp/rdma_write.server.jsonl" "$shifted"
+    if "$BUILD/bin/softdat-trace" --json "$tmp/rdma_write.client.jsonl" "$shifted" >"$tmp/shift.json" 2>"$tmp/shift.err" &&
+        out=$(python3 - "$tmp/shift.json" "$tmp/shift.err" 2>&1 <<'PY'
+import json, re, sys
+err = open(sys.argv[2]).read()
+m = re.search(r"clock offset ([+-][0-9.]+) us", err)
+assert m, "no offset reported: " + err
+off = float(m.group(1))
+assert abs(off - 5e6) < 5e3, f"offset {off} us, want about 5e6"
+recs = [json.loads(l) for l in open(sys.argv[1])]
+sent = {}
+for i, r in enumerate(recs):
+    if r["rec"] == "frame":
+        k = (r["flow"], r["seq"], r["kind"])
+        if r["dir"] == "tx":
+            sent[k] = i
+        else:
+            assert k in sent, f"frame {k} received before it was sent in the merged order"
+print(f"offset {off:.0f} us found, {len(sent)} frames in causal order")
+PY
+        ); then
+        echo "ok - a trace 5 s ahead is realigned from its frames: $out"
+    else
+        echo "not ok - clock alignment of a shifted trace:"; sed 's/^/  # /' "$tmp/shift.err"; echo "${out:-}" | sed 's/^/  # /'
+        fail=1
+    fi
+fi
 exit $fail
