@@ -60,6 +60,7 @@ static uint16_t caps_wrap(const struct emu_conn *c, uint8_t *buf, const void *pd
 static void conn_put(struct emu_conn *c)
 {
     if (atomic_fetch_sub(&c->refs, 1) == 1) {
+        emu_wire_ep_fini(&c->wire);
         pthread_mutex_destroy(&c->lock);
         free(c);
     }
@@ -200,12 +201,20 @@ static void finish(struct emu_conn *c, enum emu_conn_event_type t, int err, bool
     deliver(c, t, err, NULL, 0);
 }
 
+struct emu_wire_ep *emu_conn_wire(struct emu_conn *c)
+{
+    return &c->wire;
+}
+
 struct emu_conn *conn_alloc(struct emu_engine *e)
 {
     struct emu_conn *c = calloc(1, sizeof *c);
     if (c == NULL)
         return NULL;
     c->e = e;
+    struct emu_engine_trace t;
+    emu_engine_get_trace(e, &t);
+    emu_wire_ep_init(&c->wire, false, t.ia, t.t0_ns);
     atomic_init(&c->refs, 1);
     pthread_mutex_init(&c->lock, NULL);
     c->fd = -1;
@@ -274,7 +283,7 @@ static int conn_post(struct emu_conn *c, emu_fn fn)
 static int hs_read(struct emu_conn *c)
 {
     for (int i = 0; i < 8 && c->in_len < c->in_need; i++) {
-        ssize_t n = emu_wire_recv1(c, c->fd, c->in + c->in_len, c->in_need - c->in_len, 0);
+        ssize_t n = emu_wire_recv1(&c->wire, c->fd, c->in + c->in_len, c->in_need - c->in_len, 0);
         if (n > 0) {
             c->in_len += (size_t)n;
         } else if (n == 0) {
@@ -295,7 +304,7 @@ static void hs_fail(struct emu_conn *c, int err);
 static void flush_out(struct emu_conn *c)
 {
     while (c->out_off < c->out_len) {
-        ssize_t n = emu_wire_send1(c, c->fd, c->out + c->out_off, c->out_len - c->out_off,
+        ssize_t n = emu_wire_send1(&c->wire, c->fd, c->out + c->out_off, c->out_len - c->out_off,
                                    MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             c->out_off += (size_t)n;
@@ -384,7 +393,7 @@ static void send_llp_terminate(struct emu_conn *c, uint8_t code)
     size_t len = emu_fpdu_build_ctrl(&h, c->info.crc, buf, sizeof buf);
     if (len == 0)
         return;
-    ssize_t n = emu_wire_send1(c, c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    ssize_t n = emu_wire_send1(&c->wire, c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)n;
 }
 
@@ -421,7 +430,7 @@ static int drain(struct emu_conn *c)
 {
     char buf[4096];
     for (int i = 0; i < DRAIN_ROUNDS; i++) {
-        ssize_t n = emu_wire_recv1(c, c->fd, buf, sizeof buf, 0);
+        ssize_t n = emu_wire_recv1(&c->wire, c->fd, buf, sizeof buf, 0);
         if (n > 0)
             continue;
         if (n == 0)
@@ -1223,8 +1232,10 @@ int conn_connect_start(struct emu_engine *e, const struct sockaddr *peer, sockle
     if (rc != 0)
         goto fail;
     c->initiator = true;
-    if (p)
+    if (p) {
         c->params = *p;
+        emu_wire_ep_set_conn(&c->wire, p->trace_conn);
+    }
     if (ops)
         c->ops = *ops;
     c->ctx = ctx;
@@ -1267,6 +1278,7 @@ fail:
     emu_timer_free(c->timer);
     emu_timer_free(c->retry);
     conn_close_fd(c->fd, false);
+    emu_wire_ep_fini(&c->wire);
     pthread_mutex_destroy(&c->lock);
     free(c);
     return rc;
@@ -1355,8 +1367,10 @@ int emu_conn_accept(struct emu_conn *c, const struct emu_conn_params *p, const v
     if (rc != 0)
         return rc;
     /* Published to the engine thread by the job queue's lock. */
-    if (p)
+    if (p) {
         c->params = *p;
+        emu_wire_ep_set_conn(&c->wire, p->trace_conn);
+    }
     if (ops)
         c->ops = *ops;
     c->ctx = ctx;
@@ -1561,7 +1575,7 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     ssize_t n;
     if (c->state == CS_EST) {
         struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
-        n = emu_wire_send(c, c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        n = emu_wire_send(&c->wire, c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0)
             n = errno == EWOULDBLOCK ? -EAGAIN : -errno;
     } else {

@@ -129,6 +129,8 @@ struct emu_conn_params {
     bool no_caps;               /* send no capability marker: behave like a plain
                                    iWARP peer (interop/testing; connect and accept) */
     bool probes;                /* announce EMU_CONN_CAP_PROBES in the marker */
+    uint64_t trace_conn;        /* the trace's connection id for its frame records
+                                   (emu/wire_tap.c); 0 = none */
 };
 
 /* Data path hooks. All optional; all run on the engine thread. */
@@ -307,6 +309,9 @@ void emu_conn_free(struct emu_conn *c);
 
 /* ---- data path access ---- */
 int emu_conn_get_info(struct emu_conn *c, struct emu_conn_info *out);
+/* The connection's wire endpoint (emu/wire_io.h): what the QP passes to
+ * emu_wire_send/recv for the connection's socket. */
+struct emu_wire_ep *emu_conn_wire(struct emu_conn *c);
 struct emu_engine *emu_conn_engine(const struct emu_conn *c);
 void *emu_conn_ctx(const struct emu_conn *c);
 /* Replace ops/ctx (engine thread, e.g. from the ESTABLISHED callback). */

@@ -4,6 +4,7 @@
 #define SOFTDAT_EMU_CONN_INT_H
 
 #include "emu/conn.h"
+#include "emu/wire_io.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -36,6 +37,7 @@ enum cstate {
 
 struct emu_conn {
     struct emu_engine *e;
+    struct emu_wire_ep wire;    /* passed to every emu_wire_send/recv of fd */
     atomic_int refs;            /* owner (user, listener or engine) + queued jobs */
     pthread_mutex_t lock;       /* state, fd, w, want_tx, info (cross-thread readers) */
     enum cstate state;

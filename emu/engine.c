@@ -44,7 +44,18 @@ struct emu_engine {
     bool stopping;
     struct emu_engine_hook *hooks;
     struct eobj *objs;
+    struct emu_engine_trace trace; /* set before any connection exists */
 };
+
+void emu_engine_set_trace(struct emu_engine *e, const struct emu_engine_trace *t)
+{
+    e->trace = *t;
+}
+
+void emu_engine_get_trace(const struct emu_engine *e, struct emu_engine_trace *out)
+{
+    *out = e->trace;
+}
 
 struct emu_timer {
     struct eobj o;

@@ -40,6 +40,16 @@ int emu_engine_create(const char *name, struct emu_engine **out);
  * thread (nothing is done then). NULL is a no-op. */
 int emu_engine_destroy(struct emu_engine *e);
 
+/* The trace context of the engine's IA (docs/trace.md): its id and open
+ * time, handed to every connection and UD endpoint the engine creates
+ * afterwards (their frame records name the IA). Set once, before any. */
+struct emu_engine_trace {
+    uint32_t ia;
+    uint64_t t0_ns;
+};
+void emu_engine_set_trace(struct emu_engine *e, const struct emu_engine_trace *t);
+void emu_engine_get_trace(const struct emu_engine *e, struct emu_engine_trace *out);
+
 /* True when the caller runs on e's engine thread. */
 bool emu_engine_on_thread(const struct emu_engine *e);
 

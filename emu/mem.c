@@ -64,6 +64,7 @@ struct emu_pz {
     struct emu_mem_table *t;
     uint32_t users;
     bool live;
+    uint32_t trace_id;
 };
 
 struct emu_mem_table {
@@ -792,4 +793,55 @@ enum emu_mem_local_err emu_mem_local_class(enum emu_mem_status st)
     case EMU_MEM_E_BOUNDS: return EMU_MEM_LOCAL_RANGE;
     default: return EMU_MEM_LOCAL_PROTECTION;
     }
+}
+
+/* ------------------------------------------------------------ trace */
+
+void emu_mem_pz_set_trace_id(struct emu_pz *pz, uint32_t id)
+{
+    pz->trace_id = id;
+}
+
+uint32_t emu_mem_pz_trace_id(const struct emu_pz *pz)
+{
+    return pz ? pz->trace_id : 0;
+}
+
+void emu_mem_explain(struct emu_mem_table *t, uint32_t stag, enum emu_mem_status st,
+                     struct emu_mem_why *out)
+{
+    memset(out, 0, sizeof *out);
+    struct emu_mem_slot *s = slot_of(t, stag);
+    if (s != NULL && slot_get(s, stag)) {
+        out->found = true;
+        out->window = s->kind == K_MW;
+        out->key = (uint8_t)stag;
+        out->pz_trace_id = emu_mem_pz_trace_id(s->pz);
+        out->access = s->access;
+        out->base = s->to_base;
+        out->bound = s->to_base + s->len;
+        if (s->kind == K_MR && atomic_load_explicit(&s->rrevoked, memory_order_relaxed))
+            out->reason = "invalidated";
+        slot_put(s);
+    } else if (s != NULL) {
+        uint32_t now = atomic_load_explicit(&s->stag, memory_order_relaxed);
+        if (now != 0) {
+            out->found = true;
+            out->key = (uint8_t)now;
+        }
+    }
+    static const char *const why[] = {
+        [EMU_MEM_OK] = "ok",
+        [EMU_MEM_E_STAG] = "no such stag",
+        [EMU_MEM_E_PZ] = "pz mismatch",
+        [EMU_MEM_E_ACCESS] = "no privilege",
+        [EMU_MEM_E_TO_WRAP] = "to wraps",
+        [EMU_MEM_E_BOUNDS] = "out of bounds",
+        [EMU_MEM_E_SCOPE] = "window scope",
+        [EMU_MEM_E_CANT_INVALIDATE] = "cannot invalidate",
+    };
+    if (st == EMU_MEM_E_STAG && out->reason == NULL && out->found)
+        out->reason = "key mismatch";
+    if (out->reason == NULL || st != EMU_MEM_E_STAG)
+        out->reason = (unsigned)st < sizeof why / sizeof why[0] && why[st] ? why[st] : emu_mem_status_str(st);
 }

@@ -224,6 +224,29 @@ enum emu_mem_status emu_mem_check_remote(struct emu_mem_table *t, uint32_t stag,
                                          const struct emu_pz *pz, uint64_t conn_id,
                                          struct emu_mem_ref *out);
 
+/* What a remote check or invalidation (status st) found, for the trace's
+ * memcheck record (docs/trace.md): the object the STag's index names,
+ * when there is one. Reads the slot under a reference, so it describes
+ * the object as it is now (normally: as the check just saw it). */
+struct emu_mem_why {
+    bool found;                 /* a live object holds this STag, or its index (key) */
+    bool window;
+    uint8_t key;                /* the key the object holds now */
+    uint32_t pz_trace_id;       /* its PZ's emu_mem_pz_set_trace_id (0: none) */
+    uint32_t access;            /* EMU_ACC_* it grants */
+    uint64_t base, bound;       /* its [base, bound) in TO space (fields read only
+                                 * when the STag itself is live) */
+    const char *reason;         /* "ok", "no such stag", "key mismatch", "invalidated",
+                                 * "pz mismatch", "no privilege", "to wraps",
+                                 * "out of bounds", "window scope",
+                                 * "cannot invalidate", "misaligned" */
+};
+void emu_mem_explain(struct emu_mem_table *t, uint32_t stag, enum emu_mem_status st,
+                     struct emu_mem_why *out);
+/* The PZ's name in traces (the provider's pz id); 0 = none. */
+void emu_mem_pz_set_trace_id(struct emu_pz *pz, uint32_t id);
+uint32_t emu_mem_pz_trace_id(const struct emu_pz *pz);
+
 /* Local iovec: lmr_context (a region STag), address in the region's TO
  * space (VA, or offset for ZB regions), length, need = EMU_ACC_LOCAL_READ
  * and/or EMU_ACC_LOCAL_WRITE, the EP's (or SRQ's) PZ. Same order, minus

@@ -332,6 +332,7 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     }
     free(stage); /* a reused QP keeps its first one */
     qp->link.c = c;
+    qp->link.wire = emu_conn_wire(c);
     qp->link.conn_id = conn_id;
     qp->link.crc = info.crc;
     qp->link.ird = info.ird;

@@ -159,6 +159,7 @@ struct emu_srq {
  * enough to read it: the receive path reads it without tx.lock. */
 struct qp_link {
     struct emu_conn *c;         /* NULL when not attached */
+    struct emu_wire_ep *wire;   /* c's wire endpoint (emu_wire_send/recv) */
     uint64_t conn_id;
     uint32_t caps;              /* RFC 7306 in use (EMU_CONN_CAP_*): attr.rfc7306, or what
                                    both ends offered (conn info) */

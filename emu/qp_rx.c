@@ -357,7 +357,7 @@ static int rx_run(struct emu_qp *qp, int fd)
             asked = 0;
             for (uint32_t i = 0; i < k; i++)
                 asked += iov[i].iov_len;
-            n = emu_wire_recv(qp->link.c, fd, &mh, MSG_DONTWAIT);
+            n = emu_wire_recv(qp->link.wire, fd, &mh, MSG_DONTWAIT);
             if (n > 0) {
                 size_t direct = qp->rx.pay_left - QP_RX_ORDERED_TAIL;
                 size_t placed = (size_t)n < direct ? (size_t)n : direct;
@@ -374,7 +374,7 @@ static int rx_run(struct emu_qp *qp, int fd)
             qp->rx.pf_off = 0;
             qp->rx.pf_len = keep;
             asked = QP_PF_SIZE - keep;
-            n = emu_wire_recv1(qp->link.c, fd, qp->rx.pf + keep, asked, MSG_DONTWAIT);
+            n = emu_wire_recv1(qp->link.wire, fd, qp->rx.pf + keep, asked, MSG_DONTWAIT);
             if (n > 0)
                 qp->rx.pf_len = keep + (uint32_t)n;
         }

@@ -14,6 +14,8 @@
 
 #include "emu/engine.h"
 #include "emu/log.h"
+#include "emu/trace.h"
+#include "emu/wire_io.h"
 #include "emu/wire.h"
 
 #include <errno.h>
@@ -202,6 +204,45 @@ static void ird_push(struct emu_qp *qp, const struct ird_ent *e)
     atomic_store_explicit(&qp->irq.tail, tail + 1, memory_order_release);
 }
 
+/* ---------------------------------------------------------------- memcheck records */
+
+/* The trace's record of one remote-access decision (docs/trace.md
+ * §memcheck); called only when the trace is on. */
+static void trace_memcheck(struct emu_qp *qp, enum emu_mem_op op, uint32_t stag, uint64_t to, uint64_t len,
+                           enum emu_mem_status st)
+{
+    static const char *const access[] = {[EMU_MEM_OP_WRITE] = "write", [EMU_MEM_OP_READ] = "read",
+                                         [EMU_MEM_OP_ATOMIC] = "atomic", [EMU_MEM_OP_INVALIDATE] = "invalidate"};
+    static const uint32_t need[] = {[EMU_MEM_OP_WRITE] = EMU_ACC_REMOTE_WRITE,
+                                    [EMU_MEM_OP_READ] = EMU_ACC_REMOTE_READ,
+                                    [EMU_MEM_OP_ATOMIC] = EMU_ACC_REMOTE_ATOMIC,
+                                    [EMU_MEM_OP_INVALIDATE] = 0};
+    struct emu_mem_why w;
+    emu_mem_explain(qp->a.mem, stag, st, &w);
+    struct sd_trace_memcheck m = {
+        .conn = qp->link.conn_id,
+        .access = access[op],
+        .stag = stag,
+        .key = w.key,
+        .pz = w.pz_trace_id,
+        .qp_pz = emu_mem_pz_trace_id(qp->a.pz),
+        .priv_need = need[op],
+        .priv_have = w.access,
+        .to = to,
+        .len = len,
+        .base = w.base,
+        .bound = w.bound,
+        .allowed = st == EMU_MEM_OK,
+        .reason = w.reason,
+    };
+    struct sd_trace_ctx ctx = {0, 0};
+    if (qp->link.wire != NULL) {
+        ctx.ia = qp->link.wire->ia;
+        ctx.t0_ns = qp->link.wire->ia_t0_ns;
+    }
+    sd_trace_memcheck(&ctx, &m);
+}
+
 /* ---------------------------------------------------------------- RDMA Write */
 
 static int write_start(struct emu_qp *qp)
@@ -212,6 +253,8 @@ static int write_start(struct emu_qp *qp)
     enum emu_mem_status st =
         emu_mem_check_remote(qp->a.mem, h->stag, h->to, h->payload_len, EMU_MEM_OP_WRITE, qp->a.pz,
                              qp->link.conn_id, &qp->rx.wref);
+    if (SD_TRACE_ON())
+        trace_memcheck(qp, EMU_MEM_OP_WRITE, h->stag, h->to, h->payload_len, st);
     if (st != EMU_MEM_OK) {
         SD_DBG("qp", "%p Write to %#x+%#llx len %u refused: %s", (void *)qp, h->stag,
                (unsigned long long)h->to, h->payload_len, emu_mem_status_str(st));
@@ -335,6 +378,8 @@ static int send_finish(struct emu_qp *qp)
     if (inv) {
         enum emu_mem_status st =
             emu_mem_invalidate(qp->a.mem, h->inv_stag, qp->a.pz, qp->link.conn_id);
+        if (SD_TRACE_ON())
+            trace_memcheck(qp, EMU_MEM_OP_INVALIDATE, h->inv_stag, 0, 0, st);
         if (st != EMU_MEM_OK) {
             qp->rx.recv_err_set = true;
             qp->rx.recv_err = EMU_WC_LOC_PROT;
@@ -419,6 +464,8 @@ static int rreq_finish(struct emu_qp *qp)
         enum emu_mem_status st =
             emu_mem_check_remote(qp->a.mem, r->src_stag, r->src_to, r->size, EMU_MEM_OP_READ,
                                  qp->a.pz, qp->link.conn_id, &e.ref);
+        if (SD_TRACE_ON())
+            trace_memcheck(qp, EMU_MEM_OP_READ, r->src_stag, r->src_to, r->size, st);
         if (st != EMU_MEM_OK) {
             SD_DBG("qp", "%p Read of %#x+%#llx len %u refused: %s", (void *)qp, r->src_stag,
                    (unsigned long long)r->src_to, r->size, emu_mem_status_str(st));
@@ -492,6 +539,8 @@ static int areq_finish(struct emu_qp *qp)
         emu_mem_put(&ref);
         st = EMU_MEM_E_BOUNDS; /* misaligned target */
     }
+    if (SD_TRACE_ON())
+        trace_memcheck(qp, EMU_MEM_OP_ATOMIC, a->stag, a->to, 8, st);
     if (st != EMU_MEM_OK)
         return refuse_mem(qp, st, EMU_MEM_OP_ATOMIC);
     struct ird_ent e;

@@ -49,7 +49,7 @@ uint64_t sd_trace_parse_size(const char *text)
 }
 
 /* "%p" -> pid, "%%" -> "%"; anything else is copied. */
-static int expand_path(const char *in, char *out, size_t cap)
+int sd_trace_expand_path(const char *in, char *out, size_t cap)
 {
     size_t n = 0;
     for (const char *p = in; *p; p++) {
@@ -79,7 +79,7 @@ static void log_sink(void *arg, const struct sd_log_msg *m);
 int sd_trace_open(const char *path, uint64_t max_bytes)
 {
     char full[4096];
-    if (path == NULL || expand_path(path, full, sizeof full) != 0) {
+    if (path == NULL || sd_trace_expand_path(path, full, sizeof full) != 0) {
         errno = ENAMETOOLONG;
         fprintf(stderr, "softdat: SOFTDAT_TRACE: path too long\n");
         return -1;
@@ -227,14 +227,50 @@ static void key_end(struct sd_trace_rec *r, size_t mark, bool ok)
 
 void sd_trace_begin(struct sd_trace_rec *r, const char *kind, const struct sd_trace_ctx *ctx)
 {
-    uint64_t now = sd_mono_ns();
+    sd_trace_begin_at(r, kind, ctx, 0);
+}
+
+/* pid and thread id of every record, without two system calls each time:
+ * cached (per process, per thread) and forgotten in a forked child. */
+static int g_pid;
+static __thread long t_tid;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+static void forked_child(void)
+{
+    __atomic_store_n(&g_pid, 0, __ATOMIC_RELAXED);
+    t_tid = 0;
+}
+static void install_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, forked_child);
+}
+static void ids(int *pid, long *tid)
+{
+    pthread_once(&g_fork_once, install_fork_handler);
+    int p = __atomic_load_n(&g_pid, __ATOMIC_RELAXED);
+    if (p == 0) {
+        p = (int)getpid();
+        __atomic_store_n(&g_pid, p, __ATOMIC_RELAXED);
+    }
+    if (t_tid == 0)
+        t_tid = (long)syscall(SYS_gettid);
+    *pid = p;
+    *tid = t_tid;
+}
+
+void sd_trace_begin_at(struct sd_trace_rec *r, const char *kind, const struct sd_trace_ctx *ctx, uint64_t mono)
+{
+    int pid;
+    long tid;
+    ids(&pid, &tid);
+    uint64_t now = mono ? mono : sd_mono_ns();
     uint64_t t0 = ctx != NULL && ctx->ia != 0 ? ctx->t0_ns : g_t0;
     r->len = 0;
     r->cut = false;
     put(r, "{\"rec\":", 7);
     put_str(r, kind);
     putf(r, ",\"mono_ns\":%" PRIu64 ",\"t_ns\":%" PRIu64 ",\"pid\":%d,\"tid\":%ld", now, now >= t0 ? now - t0 : 0,
-         (int)getpid(), (long)syscall(SYS_gettid));
+         pid, tid);
     if (ctx != NULL && ctx->ia != 0)
         sd_trace_kv_id(r, "ia", "ia", ctx->ia);
 }
@@ -288,17 +324,19 @@ void sd_trace_kv_json(struct sd_trace_rec *r, const char *key, const char *json)
     key_end(r, m, ok);
 }
 
-static void write_all(int fd, const char *p, size_t n)
+bool sd_trace_write_all(int fd, const void *buf, size_t n)
 {
+    const char *p = buf;
     for (int tries = 0; n > 0 && tries < 100; tries++) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
-            return; /* disk full or gone: the trace is best effort */
+            return false; /* disk full or gone: best effort */
         p += w;
         n -= (size_t)w;
     }
+    return n == 0;
 }
 
 void sd_trace_end(struct sd_trace_rec *r)
@@ -319,10 +357,10 @@ void sd_trace_end(struct sd_trace_rec *r)
                              "{\"rec\":\"trace\",\"mono_ns\":%" PRIu64 ",\"t_ns\":%" PRIu64
                              ",\"pid\":%d,\"tid\":%ld,\"what\":\"truncated\",\"max_bytes\":%" PRIu64 "}\n",
                              sd_mono_ns(), sd_mono_ns() - g_t0, (int)getpid(), (long)syscall(SYS_gettid), g_max);
-            write_all(g_fd, last, (size_t)n);
+            sd_trace_write_all(g_fd, last, (size_t)n);
             g_bytes += (uint64_t)n;
         } else {
-            write_all(g_fd, r->buf, r->len);
+            sd_trace_write_all(g_fd, r->buf, r->len);
             g_bytes += r->len;
         }
     }
@@ -362,14 +400,28 @@ void sd_trace_frame(const struct sd_trace_ctx *ctx, const struct sd_trace_frame 
     static const char *const kinds[] = {"fpdu", "mpa_req", "mpa_rep", "datagram"};
     static const char *const crcs[] = {"none", "ok", "bad"};
     struct sd_trace_rec r;
-    sd_trace_begin(&r, "frame", ctx);
+    sd_trace_begin_at(&r, "frame", ctx, f->mono_ns);
     sd_trace_kv_str(&r, "dir", f->dir == SD_TRACE_TX ? "tx" : "rx");
     sd_trace_kv_str(&r, "kind", kinds[(unsigned)f->kind < 4 ? f->kind : 0]);
     if (f->conn != 0)
         sd_trace_kv_id(&r, "conn", "c", f->conn);
+    if (f->flow != NULL) {
+        sd_trace_kv_str(&r, "flow", f->flow);
+        sd_trace_kv_u64(&r, "seq", f->seq);
+    }
     if (f->kind == SD_TRACE_MPA_REQ || f->kind == SD_TRACE_MPA_REP) {
+        sd_trace_kv_u64(&r, "rev", f->mpa_rev);
+        sd_trace_kv_bool(&r, "crc_flag", f->mpa_crc);
+        sd_trace_kv_bool(&r, "markers", f->mpa_markers);
         sd_trace_kv_bool(&r, "reject", f->mpa_reject);
         sd_trace_kv_u64(&r, "pdata_len", f->pdata_len);
+    } else if (f->kind == SD_TRACE_DATAGRAM) {
+        /* UD (docs/wire.md §7): the BTH opcode, DestQP and PSN. */
+        sd_trace_kv_str(&r, "op", f->opcode == 0x64 ? "ud_send_only" : "ud_other");
+        sd_trace_kv_hex(&r, "opcode", f->opcode);
+        sd_trace_kv_u64(&r, "dest_qp", f->queue);
+        sd_trace_kv_u64(&r, "psn", f->msn);
+        sd_trace_kv_u64(&r, "payload_len", f->payload_len);
     } else {
         sd_trace_kv_str(&r, "op", sd_trace_opcode_name(f->opcode));
         sd_trace_kv_u64(&r, "opcode", f->opcode);
@@ -384,16 +436,46 @@ void sd_trace_frame(const struct sd_trace_ctx *ctx, const struct sd_trace_frame 
             sd_trace_kv_u64(&r, "mo", f->mo);
         }
         sd_trace_kv_u64(&r, "payload_len", f->payload_len);
-        if (f->opcode == 7 /* Terminate */)
+        if (f->opcode == 4 || f->opcode == 6) /* Send with Invalidate (+SE) */
+            sd_trace_kv_hex(&r, "inv_stag", f->inv_stag);
+        if (f->rreq) {
+            sd_trace_kv_hex(&r, "sink_stag", f->rreq_sink_stag);
+            sd_trace_kv_hex(&r, "sink_to", f->rreq_sink_to);
+            sd_trace_kv_u64(&r, "size", f->rreq_size);
+            sd_trace_kv_hex(&r, "src_stag", f->rreq_src_stag);
+            sd_trace_kv_hex(&r, "src_to", f->rreq_src_to);
+        }
+        if (f->opcode == 7 /* Terminate */ && f->kind == SD_TRACE_FPDU) {
             sd_trace_kv_hex(&r, "term", f->term);
+            sd_trace_kv_str(&r, "term_text", f->term_text);
+        }
     }
     sd_trace_kv_u64(&r, "frame_len", f->frame_len);
     sd_trace_kv_str(&r, "crc", crcs[(unsigned)f->crc < 3 ? f->crc : 0]);
     sd_trace_end(&r);
 }
 
+/* Privilege bits (emu/mem.h EMU_ACC_*) as "remote_write|local_write". */
+static void priv_names(unsigned bits, char *out, size_t cap)
+{
+    static const char *const names[] = {"local_read",    "local_write", "remote_read",      "remote_write",
+                                        "remote_atomic", "mw_bind",     "remote_invalidate"};
+    size_t n = 0;
+    out[0] = '\0';
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (bits & (1u << i)) {
+            int w = snprintf(out + n, cap - n, "%s%s", n ? "|" : "", names[i]);
+            if (w < 0 || (size_t)w >= cap - n)
+                break;
+            n += (size_t)w;
+        }
+}
+
 void sd_trace_memcheck(const struct sd_trace_ctx *ctx, const struct sd_trace_memcheck *m)
 {
+    char need[128], have[128];
+    priv_names(m->priv_need, need, sizeof need);
+    priv_names(m->priv_have, have, sizeof have);
     struct sd_trace_rec r;
     sd_trace_begin(&r, "memcheck", ctx);
     if (m->conn != 0)
@@ -407,6 +489,8 @@ void sd_trace_memcheck(const struct sd_trace_ctx *ctx, const struct sd_trace_mem
         sd_trace_kv_id(&r, "qp_pz", "pz", m->qp_pz);
     sd_trace_kv_hex(&r, "priv_need", m->priv_need);
     sd_trace_kv_hex(&r, "priv_have", m->priv_have);
+    sd_trace_kv_str(&r, "need", need);
+    sd_trace_kv_str(&r, "have", have);
     sd_trace_kv_hex(&r, "to", m->to);
     sd_trace_kv_u64(&r, "len", m->len);
     sd_trace_kv_hex(&r, "base", m->base);

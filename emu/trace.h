@@ -46,6 +46,12 @@ int sd_trace_init_from_env(void);
  * turn tracing on; "%p" expands to the pid. 0, or -1 (errno kept, a line
  * on stderr). Tests and init_from_env use it. */
 int sd_trace_open(const char *path, uint64_t max_bytes);
+/* A file name with "%p" replaced by the pid and "%%" by "%" (also for
+ * SOFTDAT_PCAP); -1 when it does not fit in cap. */
+int sd_trace_expand_path(const char *in, char *out, size_t cap);
+/* write(2) all of buf (EINTR and short writes retried, bounded); false
+ * when the file will not take it. Also the pcap writer's. */
+bool sd_trace_write_all(int fd, const void *buf, size_t n);
 /* Turn tracing off and close the file (tests; the library never closes). */
 void sd_trace_close(void);
 /* Bytes written so far, and whether the cap stopped the trace. */
@@ -70,6 +76,8 @@ struct sd_trace_rec {
 
 /* Starts {"rec":KIND,"mono_ns":..,"t_ns":..,"pid":..,"tid":..[,"ia":"iaN"] */
 void sd_trace_begin(struct sd_trace_rec *r, const char *kind, const struct sd_trace_ctx *ctx);
+/* The same with mono_ns = `mono` (0: now). */
+void sd_trace_begin_at(struct sd_trace_rec *r, const char *kind, const struct sd_trace_ctx *ctx, uint64_t mono);
 void sd_trace_kv_str(struct sd_trace_rec *r, const char *key, const char *val); /* NULL -> null */
 void sd_trace_kv_u64(struct sd_trace_rec *r, const char *key, uint64_t val);
 void sd_trace_kv_i64(struct sd_trace_rec *r, const char *key, int64_t val);
@@ -103,11 +111,29 @@ struct sd_trace_frame {
     uint32_t payload_len; /* DDP payload (ULPDU data) bytes */
     uint32_t frame_len;   /* whole frame on the wire, MPA header to CRC */
     enum sd_trace_crc crc;
-    /* Terminate only: layer/etype/ecode as the 3 header bytes (0 otherwise). */
+    /* Terminate only: its first 3 bytes, layer/etype, ecode, hdrct (0 otherwise). */
     uint32_t term;
-    /* MPA frames only: the reject bit and private-data length. */
+    /* MPA frames only: the reject bit and private-data length; C (CRC)
+     * and M (markers) flags and the revision. */
     bool mpa_reject;
     uint32_t pdata_len;
+    bool mpa_crc, mpa_markers;
+    uint8_t mpa_rev;
+    /* Where the frame is: the flow "SRC:PORT>DST:PORT" (sender first;
+     * NULL: unknown) and the stream offset of its first byte in that
+     * direction (TCP; the datagram's PSN for UD). The two sides' records
+     * of one frame have the same flow and seq: softdat-trace matches them. */
+    const char *flow;
+    uint64_t seq;
+    /* Send with Invalidate: the STag; RDMA Read Request: its body. */
+    uint32_t inv_stag;
+    const char *term_text; /* Terminate: its meaning ("RDMAP remote protection: invalid STag") */
+    bool rreq;
+    uint32_t rreq_sink_stag, rreq_size, rreq_src_stag;
+    uint64_t rreq_sink_to, rreq_src_to;
+    /* CLOCK_MONOTONIC of the record (0: now). A sent frame's is when it was
+     * handed to the socket. */
+    uint64_t mono_ns;
 };
 void sd_trace_frame(const struct sd_trace_ctx *ctx, const struct sd_trace_frame *f);
 const char *sd_trace_opcode_name(unsigned opcode);

@@ -43,6 +43,7 @@ struct ud_wr {
 
 struct emu_ud {
     struct emu_engine *e;
+    struct emu_wire_ep wire;   /* passed to every emu_wire_send/recv of fd */
     struct emu_engine_hook hook;
     bool engine_gone;          /* the engine's destroy hook ran */
     int fd;
@@ -193,7 +194,7 @@ static int xmit(struct emu_ud *ud, const struct emu_ud_dest *d, uint32_t nsge, c
     socklen_t tolen;
     dest_sockaddr(d, &to, &tolen);
     struct msghdr m = {.msg_name = &to, .msg_namelen = tolen, .msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t r = emu_wire_send(ud, ud->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t r = emu_wire_send(&ud->wire, ud->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (r >= 0) {
         ud->psn = (ud->psn + 1) & 0xFFFFFF;
         bump(&ud->tx_datagrams);
@@ -310,7 +311,7 @@ int emu_ud_post_recv(struct emu_ud *ud, uint64_t cookie, uint32_t nsge, const st
 static int discard_one(struct emu_ud *ud)
 {
     uint8_t h[EMU_UD_HDR_LEN];
-    ssize_t r = emu_wire_recv1(ud, ud->fd, h, sizeof h, MSG_DONTWAIT | MSG_TRUNC);
+    ssize_t r = emu_wire_recv1(&ud->wire, ud->fd, h, sizeof h, MSG_DONTWAIT | MSG_TRUNC);
     if (r < 0)
         return 0;
     struct emu_ud_hdr p;
@@ -353,7 +354,7 @@ static int receive_one(struct emu_ud *ud)
     iov[n++] = (struct iovec){tail, sizeof tail};
     struct sockaddr_storage src;
     struct msghdr m = {.msg_name = &src, .msg_namelen = sizeof src, .msg_iov = iov, .msg_iovlen = (size_t)n};
-    ssize_t r = emu_wire_recv(ud, ud->fd, &m, MSG_DONTWAIT);
+    ssize_t r = emu_wire_recv(&ud->wire, ud->fd, &m, MSG_DONTWAIT);
     if (r < 0)
         return 0;
     struct emu_ud_hdr p;
@@ -476,6 +477,9 @@ int emu_ud_create(const struct emu_ud_attr *a, struct emu_ud **out)
     if (ud == NULL)
         return -ENOMEM;
     ud->e = a->engine;
+    struct emu_engine_trace t;
+    emu_engine_get_trace(ud->e, &t);
+    emu_wire_ep_init(&ud->wire, true, t.ia, t.t0_ns);
     ud->fd = -1;
     ud->family = a->addr->sa_family;
     ud->qkey = a->qkey;
@@ -555,6 +559,7 @@ void emu_ud_destroy(struct emu_ud *ud)
     close(ud->fd);
     SD_DBG("ud", "qpn %u destroyed", ud->qpn);
     free_rings(ud);
+    emu_wire_ep_fini(&ud->wire);
     pthread_mutex_destroy(&ud->sq_lock);
     pthread_mutex_destroy(&ud->rq_lock);
     free(ud);

@@ -2,7 +2,8 @@
 #include "emu/wire_io.h"
 
 #include <errno.h>
-#include <stdatomic.h>
+
+#include "emu/log.h"
 
 static _Atomic(const struct emu_wire_observer *) observer;
 
@@ -11,50 +12,86 @@ void emu_wire_observe(const struct emu_wire_observer *obs)
     atomic_store_explicit(&observer, obs, memory_order_release);
 }
 
-static void tell(const void *who, enum emu_wire_dir dir, const struct iovec *iov, size_t iovcnt,
-                 ssize_t n)
+void emu_wire_ep_init(struct emu_wire_ep *ep, bool datagram, uint32_t ia, uint64_t ia_t0_ns)
+{
+    atomic_init(&ep->tap, NULL);
+    atomic_init(&ep->conn_id, 0);
+    ep->ia = ia;
+    ep->ia_t0_ns = ia_t0_ns;
+    ep->datagram = datagram;
+}
+
+void emu_wire_ep_fini(struct emu_wire_ep *ep)
+{
+    if (atomic_load_explicit(&ep->tap, memory_order_acquire) == NULL)
+        return;
+    const struct emu_wire_observer *o = atomic_load_explicit(&observer, memory_order_acquire);
+    if (o && o->release)
+        o->release(o->ctx, ep);
+    atomic_store_explicit(&ep->tap, NULL, memory_order_relaxed);
+}
+
+/* CLOCK_MONOTONIC now when an observer is installed (it gets the time
+ * the call began), else 0 without a clock read. */
+static inline uint64_t began(void)
+{
+    return __builtin_expect(atomic_load_explicit(&observer, memory_order_relaxed) != NULL, 0) ? sd_mono_ns() : 0;
+}
+
+static void tell(struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir, const struct msghdr *mh, ssize_t n,
+                 uint64_t t0)
 {
     const struct emu_wire_observer *o = atomic_load_explicit(&observer, memory_order_acquire);
-    if (!o || n <= 0)
+    if (__builtin_expect(o == NULL, 1) || n <= 0)
         return;
     /* MSG_TRUNC may report more than the buffers held: what they hold. */
     size_t room = 0;
-    for (size_t i = 0; i < iovcnt; i++)
-        room += iov[i].iov_len;
+    for (size_t i = 0; i < (size_t)mh->msg_iovlen; i++)
+        room += mh->msg_iov[i].iov_len;
     int saved = errno;
-    o->bytes(o->ctx, who, dir, iov, iovcnt, (size_t)n < room ? (size_t)n : room);
+    o->bytes(o->ctx, ep, fd, dir, mh, (size_t)n < room ? (size_t)n : room, t0 ? t0 : sd_mono_ns());
     errno = saved;
 }
 
-ssize_t emu_wire_send(const void *who, int fd, const struct msghdr *mh, int flags)
+ssize_t emu_wire_send(struct emu_wire_ep *ep, int fd, const struct msghdr *mh, int flags)
 {
+    uint64_t t0 = began();
     ssize_t n = sendmsg(fd, mh, flags);
-    tell(who, EMU_WIRE_TX, mh->msg_iov, mh->msg_iovlen, n);
+    tell(ep, fd, EMU_WIRE_TX, mh, n, t0);
     return n;
 }
 
-ssize_t emu_wire_recv(const void *who, int fd, struct msghdr *mh, int flags)
+ssize_t emu_wire_recv(struct emu_wire_ep *ep, int fd, struct msghdr *mh, int flags)
 {
+    uint64_t t0 = began();
     ssize_t n = recvmsg(fd, mh, flags);
-    tell(who, EMU_WIRE_RX, mh->msg_iov, mh->msg_iovlen, n);
+    tell(ep, fd, EMU_WIRE_RX, mh, n, t0);
     return n;
 }
 
 /* One buffer: send(2)/recv(2) themselves, the syscalls the callers made
  * before they came through here (cheaper than sendmsg/recvmsg: no iovec
  * to import). */
-ssize_t emu_wire_send1(const void *who, int fd, const void *buf, size_t len, int flags)
+ssize_t emu_wire_send1(struct emu_wire_ep *ep, int fd, const void *buf, size_t len, int flags)
 {
+    uint64_t t0 = began();
     ssize_t n = send(fd, buf, len, flags);
-    struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
-    tell(who, EMU_WIRE_TX, &v, 1, n);
+    if (__builtin_expect(t0 != 0, 0)) {
+        struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
+        struct msghdr mh = {.msg_iov = &v, .msg_iovlen = 1};
+        tell(ep, fd, EMU_WIRE_TX, &mh, n, t0);
+    }
     return n;
 }
 
-ssize_t emu_wire_recv1(const void *who, int fd, void *buf, size_t len, int flags)
+ssize_t emu_wire_recv1(struct emu_wire_ep *ep, int fd, void *buf, size_t len, int flags)
 {
+    uint64_t t0 = began();
     ssize_t n = recv(fd, buf, len, flags);
-    struct iovec v = {.iov_base = buf, .iov_len = len};
-    tell(who, EMU_WIRE_RX, &v, 1, n);
+    if (__builtin_expect(t0 != 0, 0)) {
+        struct iovec v = {.iov_base = buf, .iov_len = len};
+        struct msghdr mh = {.msg_iov = &v, .msg_iovlen = 1};
+        tell(ep, fd, EMU_WIRE_RX, &mh, n, t0);
+    }
     return n;
 }

@@ -254,8 +254,14 @@ static inline DAT_EVENT_NUMBER ex_connect_once(struct ex *x, const char *host, D
         DAT_EVENT ev = ex_wait(x->conn, "the connection's outcome");
         if (ev.event_number != DAT_CONNECTION_EVENT_NON_PEER_REJECTED || i + 1 >= tries)
             return ev.event_number;
-        /* Nobody listens yet: back to a fresh EP state, try again. */
+        /* Nobody listens yet: back to a fresh EP state, try again. The
+         * control receives completed FLUSHED when the attempt failed:
+         * take those events off the queue before posting the receives
+         * again, or the next "control receive" would read one of them. */
         EX_MUST(dat_ep_reset(x->ep));
+        DAT_EVENT stale;
+        for (int k = 0; k < 4 * EX_CTL_SLOTS && dat_evd_dequeue(x->rcv, &stale) == DAT_SUCCESS; k++)
+            ;
         ex_ctl_post_all(x);
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);

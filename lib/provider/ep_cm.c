@@ -89,6 +89,7 @@ void sd_ep_connect_started(struct sd_ep *ep, struct sd_ia *ia, int r, struct emu
 void sd_ep_conn_params(const struct sd_ep *ep, struct emu_conn_params *p, uint64_t timeout_us)
 {
     memset(p, 0, sizeof *p);
+    p->trace_conn = ep->conn_id;
     p->ird = (uint16_t)ep->attr.max_rdma_read_in;
     p->ord = (uint16_t)ep->attr.max_rdma_read_out;
     /* InfiniBand semantics: one more Read in each direction for the

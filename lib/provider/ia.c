@@ -196,6 +196,8 @@ DAT_RETURN sd_ia_open(struct sd_provider_rec *rec, const DAT_NAME_PTR name, DAT_
         sd_handle_discard(&ia->h);
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
     }
+    /* Frame and memory-check records of this IA's connections name it. */
+    emu_engine_set_trace(ia->engine, &(struct emu_engine_trace){ia->h.id, ia->t0_ns});
     DAT_RETURN rc = sd_handle_publish(&ia->h);
     if (rc != DAT_SUCCESS) {
         sd_handle_discard(&ia->h);

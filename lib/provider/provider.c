@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "emu/log.h"
+#include "emu/wire_tap.h"
 #include "lib/provider/ep.h"
 #include "lib/provider/handle.h"
 #include "lib/provider/srq.h"
@@ -79,6 +80,8 @@ static void fill_table(struct sd_provider_rec *rec)
      * here, once, so an untraced process runs the plain table. */
     if (sd_trace_init_from_env())
         sd_trace_wrap_table(p);
+    /* Frame records (trace on) and SOFTDAT_PCAP: the wire observer. */
+    emu_wire_tap_init_from_env();
 }
 
 struct sd_provider_rec *sd_provider_attach(const DAT_PROVIDER_INFO *info, const char *ia_params)

@@ -53,6 +53,7 @@ static DAT_RETURN sd_pz_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE *pz_handle
                     st == EMU_MEM_E_LIMIT ? DAT_RESOURCE_PROTECTION_DOMAIN : DAT_RESOURCE_MEMORY);
         goto out;
     }
+    emu_mem_pz_set_trace_id(pz->epz, pz->h.id); /* memcheck records name it */
     rc = sd_handle_publish(&pz->h);
     if (rc != DAT_SUCCESS) {
         pz_teardown(&pz->h);

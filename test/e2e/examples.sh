@@ -38,8 +38,9 @@ for name in $names; do
 done
 
 # softdat-trace on the rdma_write run, read as a person reads it: every
-# row that mentions the Write is in the client's column (the second: its
-# rows start with the first column's "|"), the server's column has none,
+# post or event that mentions the Write is in the client's column (the
+# second: its rows start with the first column's "|"), the server's column
+# has none (only its RNIC's rows: the frame received, the memory check),
 # and the client column shows the post before its completion.
 view=$tmp/rdma_write.view
 st=$BUILD/bin/softdat-trace
@@ -50,7 +51,7 @@ elif ! "$st" "$tmp/rdma_write.server.jsonl" "$tmp/rdma_write.client.jsonl" >"$vi
 else
     head_ok=0
     head -n 1 "$view" | grep -q 'rdma_write.server (pid [0-9]*).*rdma_write.client (pid [0-9]*)' && head_ok=1
-    in_server=$(grep -cE '^ *[0-9]+\.[0-9]+  [^|].*rdma_write' "$view")
+    in_server=$(grep -cE '^ *[0-9]+\.[0-9]+  (EVENT|POST) [^|]*rdma_write' "$view")
     post=$(grep -nE '^ *[0-9]+\.[0-9]+  \| +POST rdma_write\(ep1\) len=1024' "$view" | head -n 1 | cut -d: -f1)
     done_=$(grep -nE '^ *[0-9]+\.[0-9]+  \| +EVENT DTO_COMPLETION rdma_write SUCCESS len=1024' "$view" |
         head -n 1 | cut -d: -f1)

@@ -31,6 +31,7 @@
 #include "test/fuzz/qp_env.h"
 
 #include "emu/conn.h"
+#include "emu/wire_io.h"
 #include "emu/qp.h"
 #include "emu/qp_internal.h"
 
@@ -43,6 +44,7 @@
 
 /* ---- the seam: a connection that is only a socket ---- */
 struct emu_conn {
+    struct emu_wire_ep wire;
     struct emu_conn_info info;
     int failed;
     bool want_tx;
@@ -56,6 +58,11 @@ ssize_t getrandom(void *buf, size_t len, unsigned int flags)
     (void)flags;
     memset(buf, 0x5A, len);
     return (ssize_t)len;
+}
+
+struct emu_wire_ep *emu_conn_wire(struct emu_conn *c)
+{
+    return &c->wire;
 }
 
 int emu_conn_get_info(struct emu_conn *c, struct emu_conn_info *out)

@@ -31,5 +31,8 @@ bool rec_parse(const char *line, struct rec *r, const char **err);
 const char *rec_get(const struct rec *r, const char *key);
 /* Integer value (0 when absent or not a number). */
 uint64_t rec_u64(const struct rec *r, const char *key);
+/* A call the views leave out unless asked (queries, waits: their events
+ * are shown as events). */
+bool rec_quiet_call(const char *fn);
 
 #endif

@@ -3,13 +3,14 @@
  * a text sequence view: one column ("lane") per trace file, one row per
  * record, in CLOCK_MONOTONIC order.
  *
- * Both sides of a run on one machine share CLOCK_MONOTONIC, so their
- * records merge by mono_ns as they are. (Traces from two machines need a
- * clock offset, found by matching the frames one sent with those the other
- * received; that comes with the frame records.)
+ * Both sides of a run on one machine share CLOCK_MONOTONIC; traces from
+ * two machines do not: every lane's clock offset against the first is
+ * estimated from the frames one side sent and the other received
+ * (align.c) and taken off before the merge.
  *
  *   softdat-trace [-a] [-w WIDTH] FILE...   text sequence view
  *   softdat-trace --json FILE...            the merged records, JSON Lines
+ *   softdat-trace --html OUT FILE [FILE]    HTML/SVG sequence diagram (html.c)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,16 +20,9 @@
 #include <string.h>
 
 #include "tools/softdat-trace/jsonl.h"
+#include "tools/softdat-trace/merge.h"
 
-#define MAX_LANES 8
 #define TIME_COL 12
-
-struct entry {
-    uint64_t mono;
-    int lane;
-    size_t seq; /* input order: keeps equal timestamps stable */
-    char *line;
-};
 
 static struct entry *g_ent;
 static size_t g_n, g_cap;
@@ -48,7 +42,7 @@ static void die(const char *fmt, ...)
 
 static void usage(FILE *to, int rc)
 {
-    fprintf(to, "usage: %s [-a|-v] [-w WIDTH] [--json] TRACE.jsonl...\n", g_prog);
+    fprintf(to, "usage: %s [-a|-v] [-w WIDTH] [--json | --html OUT.html] [-n] TRACE.jsonl...\n", g_prog);
     if (to == stderr) {
         fprintf(to, "Try '%s --help' for the options, or see softdat-trace(1).\n", g_prog);
         exit(rc);
@@ -61,6 +55,10 @@ static void usage(FILE *to, int rc)
             "  -w, --width N    width of one lane's column (default 60)\n"
             "  -j, --json       print the merged records as JSON Lines, in time order,\n"
             "                   each with a \"lane\" field (the file it came from)\n"
+            "  -H, --html FILE  write a self-contained HTML/SVG sequence diagram of one\n"
+            "                   or two traces to FILE (consumer, RNIC, wire, RNIC,\n"
+            "                   consumer; open it in any browser)\n"
+            "  -n, --no-align   do not correct the lanes' clocks from matched frames\n"
             "  -V, --version    print the version and exit\n"
             "  -h, --help       show this help\n\n"
             "Exit status: 0 success, 1 a file could not be read or parsed, 2 usage.\n");
@@ -148,18 +146,6 @@ static void kvs(struct out *o, const struct rec *r, const char *const *keys)
     }
 }
 
-static bool is_quiet_call(const char *fn)
-{
-    static const char *const quiet[] = {"ia_query",  "ep_query",  "evd_query", "lmr_query", "rmr_query",
-                                        "pz_query",  "psp_query", "rsp_query", "cr_query",  "srq_query",
-                                        "cno_query", "csp_query", "get_consumer_context", "set_consumer_context",
-                                        "get_handle_type", "ep_get_status", "evd_wait", "evd_dequeue", NULL};
-    for (int i = 0; quiet[i]; i++)
-        if (strcmp(fn, quiet[i]) == 0)
-            return true;
-    return false;
-}
-
 /* One line describing the record; false to leave it out. */
 static bool summarize(const struct rec *r, bool all, struct out *o)
 {
@@ -170,7 +156,7 @@ static bool summarize(const struct rec *r, bool all, struct out *o)
         return false;
     if (strcmp(kind, "call") == 0) {
         const char *fn = rec_get(r, "fn");
-        if (!all && fn && ok && is_quiet_call(fn))
+        if (!all && fn && ok && rec_quiet_call(fn))
             return false;
         add(o, "%s", fn ? fn : "?");
         const char *obj = rec_get(r, "obj");
@@ -228,7 +214,8 @@ static bool summarize(const struct rec *r, bool all, struct out *o)
     if (strcmp(kind, "frame") == 0) {
         bool tx = rec_get(r, "dir") && strcmp(rec_get(r, "dir"), "tx") == 0;
         add(o, "%s %s", tx ? "==>" : "<==", rec_get(r, "op") ? rec_get(r, "op") : rec_get(r, "kind"));
-        static const char *const keys[] = {"conn", "stag", "to", "msn", "mo", "payload_len", "crc", "term", NULL};
+        static const char *const keys[] = {"conn",     "stag", "to",  "msn",       "mo", "src_stag", "src_to", "size",
+                                           "payload_len", "crc", "term_text", NULL};
         kvs(o, r, keys);
         return true;
     }
@@ -236,7 +223,7 @@ static bool summarize(const struct rec *r, bool all, struct out *o)
         const char *al = rec_get(r, "allowed");
         add(o, "MEMCHECK %s %s", rec_get(r, "access") ? rec_get(r, "access") : "?",
             al && strcmp(al, "true") == 0 ? "allowed" : "DENIED");
-        static const char *const keys[] = {"stag", "to", "len", "reason", NULL};
+        static const char *const keys[] = {"reason", "stag", "to", "len", NULL};
         kvs(o, r, keys);
         return true;
     }
@@ -253,17 +240,23 @@ static bool summarize(const struct rec *r, bool all, struct out *o)
 
 int main(int argc, char **argv)
 {
-    bool all = false, json = false;
+    bool all = false, json = false, align = true;
+    const char *html = NULL;
     int width = 60;
-    static const struct option opts[] = {{"all", no_argument, NULL, 'a'}, {"verbose", no_argument, NULL, 'v'},  {"width", required_argument, NULL, 'w'},
-                                         {"json", no_argument, NULL, 'j'}, {"version", no_argument, NULL, 'V'},
+    static const struct option opts[] = {{"all", no_argument, NULL, 'a'},   {"verbose", no_argument, NULL, 'v'},
+                                         {"width", required_argument, NULL, 'w'},
+                                         {"json", no_argument, NULL, 'j'}, {"html", required_argument, NULL, 'H'},
+                                         {"no-align", no_argument, NULL, 'n'},
+                                         {"version", no_argument, NULL, 'V'},
                                          {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "avw:jVh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "avw:jH:nVh", opts, NULL)) != -1) {
         switch (c) {
         case 'a':
         case 'v': all = true; break;
         case 'j': json = true; break;
+        case 'H': html = optarg; break;
+        case 'n': align = false; break;
         case 'w':
             width = atoi(optarg);
             if (width < 20 || width > 400)
@@ -279,9 +272,35 @@ int main(int argc, char **argv)
         usage(stderr, 2);
     char labels[MAX_LANES][64];
     int pids[MAX_LANES] = {0};
+    if (html && nlanes > 2)
+        die("--html draws one or two traces");
     for (int i = 0; i < nlanes; i++)
         load(argv[optind + i], i, labels[i], sizeof labels[i], &pids[i]);
+    int64_t off[MAX_LANES];
+    size_t pairs_with[MAX_LANES];
+    size_t pairs = align_lanes(g_ent, g_n, nlanes, off, pairs_with);
+    for (int l = 1; l < nlanes; l++) {
+        if (!align)
+            off[l] = 0;
+        if (pairs_with[l] > 0)
+            fprintf(stderr, "%s: %s: %zu frames matched with %s, clock offset %+.1f us%s\n", g_prog, labels[l],
+                    pairs_with[l], labels[0], (double)off[l] / 1000.0, align ? "" : " (not applied: -n)");
+    }
+    (void)pairs;
+    for (size_t i = 0; i < g_n; i++)
+        g_ent[i].mono -= (uint64_t)off[g_ent[i].lane];
     qsort(g_ent, g_n, sizeof *g_ent, by_time);
+
+    if (html) {
+        FILE *o = fopen(html, "w");
+        if (o == NULL)
+            die("%s: %s", html, strerror(errno));
+        int rc = render_html(o, g_ent, g_n, nlanes, labels, pids, off);
+        if (fclose(o) != 0 || rc != 0)
+            die("%s: could not write the diagram", html);
+        fprintf(stderr, "%s: wrote %s (%zu records)\n", g_prog, html, g_n);
+        return 0;
+    }
 
     if (json) {
         for (size_t i = 0; i < g_n; i++) {
@@ -299,7 +318,7 @@ int main(int argc, char **argv)
     printf("%*s", TIME_COL, "time_ms");
     for (int i = 0; i < nlanes; i++) {
         char head[128];
-        snprintf(head, sizeof head, "%s (pid %d)", labels[i], pids[i]);
+        snprintf(head, sizeof head, "%.63s (pid %d)", labels[i], pids[i]);
         printf("  %-*.*s", width, width, head);
     }
     printf("\n");

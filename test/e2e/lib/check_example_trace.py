@@ -68,6 +68,21 @@ def main():
             est = sel(recs, rec="state", to="CONNECTED")
             expect(est and all(r.get("conn", "").startswith("c") for r in est),
                    f"{side}: no state record to CONNECTED with a connection id")
+    # The wire: each side saw one MPA Request and one Reply per connection
+    # (sent or received), and every frame one side sent the other received
+    # (same flow and stream offset).
+    for side, recs in (("server", s), ("client", c)):
+        reqs, reps = sel(recs, rec="frame", kind="mpa_req"), sel(recs, rec="frame", kind="mpa_rep")
+        # (a connect refused before the server listened and retried is a
+        # Request without a Reply)
+        expect(reps and len(reqs) >= len(reps), f"{side}: {len(reqs)} MPA Requests, {len(reps)} Replies")
+        for r in sel(recs, rec="frame"):
+            expect(r.get("ia") == "ia1" and r.get("flow") and "seq" in r, f"{side}: frame without ia/flow/seq: {r}")
+    key = lambda r: (r.get("flow"), r.get("seq"), r.get("kind"))
+    sent = {key(r) for r in sel(s, rec="frame", dir="tx")} | {key(r) for r in sel(c, rec="frame", dir="tx")}
+    got = {key(r) for r in sel(s, rec="frame", dir="rx")} | {key(r) for r in sel(c, rec="frame", dir="rx")}
+    expect(sent == got, f"frames sent but not received: {sorted(sent - got)[:3]}, received not sent: "
+                        f"{sorted(got - sent)[:3]}")
 
     if name == "send_recv":
         expect_n(c, 1, "client", rec="post", op="send", len=14, cookie="0x2a", rc="DAT_SUCCESS")
@@ -88,6 +103,15 @@ def main():
         # successful receives are the notifying Send and the bye.
         expect_n(s, 0, "server", rec="event", op="rdma_write")
         expect_n(s, 2, "server", rec="event", op="receive", status="SUCCESS")
+        # On the wire: the Write FPDU names the target's STag and buffer,
+        # the target's memory table allowed it, and the target consumer
+        # was not told (above).
+        stag = posts[0].get("rmr_ctx") if posts else None
+        to = posts[0].get("remote_addr") if posts else None
+        expect_n(c, 1, "client", rec="frame", dir="tx", op="rdma_write", stag=stag, to=to, payload_len=1024)
+        expect_n(s, 1, "server", rec="frame", dir="rx", op="rdma_write", stag=stag, to=to, payload_len=1024)
+        expect_n(s, 1, "server", rec="memcheck", access="write", stag=stag, to=to, len=1024, allowed=True,
+                 reason="ok", conn=sel(s, rec="state", to="CONNECTED")[0].get("conn") if s else None)
     elif name == "rdma_read":
         expect_n(c, 1, "client", rec="post", op="rdma_read", len=4096, remote_len=4096, rc="DAT_SUCCESS")
         expect_n(c, 1, "client", rec="event", op="rdma_read", len=4096, status="SUCCESS")
@@ -109,6 +133,15 @@ def main():
         ends = [r for r in s if r.get("type") in ("CONNECTION_BROKEN", "CONNECTION_DISCONNECTED")]
         expect(len(ends) == 2, f"server: {len(ends)} connection ends, want 2")
         expect_n(s, 0, "server", rec="event", op="rdma_read")
+        # The target refused both Reads (its memory table says why) and
+        # said so with a Terminate the requester received.
+        expect_n(s, 1, "server", rec="memcheck", access="read", allowed=False, reason="no such stag")
+        expect_n(s, 1, "server", rec="memcheck", access="read", allowed=False, reason="out of bounds")
+        expect_n(s, 2, "server", rec="frame", dir="tx", op="terminate")
+        expect_n(c, 1, "client", rec="frame", dir="rx", op="terminate",
+                 term_text="RDMAP remote protection: invalid STag")
+        expect_n(c, 1, "client", rec="frame", dir="rx", op="terminate",
+                 term_text="RDMAP remote protection: base or bounds violation")
         for side, recs in (("server", s), ("client", c)):
             expect_n(recs, 2, side, rec="state", to="DISCONNECTED")
             expect(len({r.get("conn") for r in sel(recs, rec="state", to="CONNECTED")}) == 2,

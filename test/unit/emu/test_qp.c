@@ -117,19 +117,20 @@ END_TEST
  * QP's data bytes are among them. */
 static _Atomic uint64_t obs_bytes[2]; /* [EMU_WIRE_TX / RX] */
 
-static void obs_bytes_cb(void *ctx, const void *who, enum emu_wire_dir dir,
-                         const struct iovec *iov, size_t iovcnt, size_t len)
+static void obs_bytes_cb(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir,
+                         const struct msghdr *mh, size_t len, uint64_t began_ns)
 {
     (void)ctx;
-    (void)iov;
-    (void)iovcnt;
-    if (who)
+    (void)began_ns;
+    (void)fd;
+    (void)mh;
+    if (ep)
         atomic_fetch_add(&obs_bytes[dir], len);
 }
 
 START_TEST(t_wire_observer)
 {
-    static const struct emu_wire_observer obs = {obs_bytes_cb, NULL};
+    static const struct emu_wire_observer obs = {obs_bytes_cb, NULL, NULL};
     emu_wire_observe(&obs);
     qp_pair_up();
     send_recv_size(100);

@@ -7,6 +7,7 @@
  * the QP calls are defined below, so emu/conn.o is not linked in. What the
  * QP transmits is collected for the checks. */
 #include "emu/conn.h"
+#include "emu/wire_io.h"
 #include "emu/ddp.h"
 #include "emu/mem.h"
 #include "emu/qp.h"
@@ -20,11 +21,17 @@
 #include <unistd.h>
 
 struct emu_conn {
+    struct emu_wire_ep wire;
     struct emu_conn_info info;
     int failed;
     uint8_t out[64 * 1024];
     size_t out_len;
 };
+
+struct emu_wire_ep *emu_conn_wire(struct emu_conn *c)
+{
+    return &c->wire;
+}
 
 int emu_conn_get_info(struct emu_conn *c, struct emu_conn_info *out)
 {

@@ -244,11 +244,12 @@ START_TEST(frame_and_memcheck_records)
                                     "\"payload_len\":8,\"frame_len\":40,\"crc\":\"bad\"}"));
     ck_assert_ptr_nonnull(strstr(b, "\"op\":\"terminate\""));
     ck_assert_ptr_nonnull(strstr(b, "\"term\":\"0x20100\""));
-    ck_assert_ptr_nonnull(strstr(b, "\"kind\":\"mpa_rep\",\"reject\":true,\"pdata_len\":3"));
+    ck_assert_ptr_nonnull(strstr(b, "\"kind\":\"mpa_rep\",\"rev\":0,\"crc_flag\":false,\"markers\":false,"
+                                    "\"reject\":true,\"pdata_len\":3"));
     ck_assert_ptr_nonnull(strstr(b, "\"rec\":\"memcheck\""));
     ck_assert_ptr_nonnull(strstr(b, "\"access\":\"write\",\"stag\":\"0x1299\",\"key\":\"0x34\",\"pz\":\"pz1\","
                                     "\"qp_pz\":\"pz1\",\"priv_need\":\"0x20\",\"priv_have\":\"0x22\","
-                                    "\"to\":\"0x1000\",\"len\":64,\"base\":\"0x1000\",\"bound\":\"0x2000\","
+                                    "\"need\":\"mw_bind\",\"have\":\"local_write|mw_bind\",\"to\":\"0x1000\",\"len\":64,\"base\":\"0x1000\",\"bound\":\"0x2000\","
                                     "\"allowed\":false,\"reason\":\"key mismatch\"}"));
     free(b);
     unlink(g_path);
