@@ -51,7 +51,7 @@ struct rd_ent {
  * bytes, or a quarter of the send queue, would wait behind it: small
  * messages share a probe (one answer per batch, not per message), large
  * ones each get their own (a pipeline's Writes complete as they land). */
-#define QP_PROBE_BATCH_BYTES (64u * 1024u)
+#define QP_PROBE_BATCH_BYTES (32u * 1024u)
 /* How long emu_qp_quiesce waits for the peer's probe behind the last
  * message placed (one round trip on a loaded host). */
 #define QP_CONFIRM_WAIT_US 200000u
