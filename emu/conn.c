@@ -61,6 +61,7 @@ static void conn_put(struct emu_conn *c)
 {
     if (atomic_fetch_sub(&c->refs, 1) == 1) {
         pthread_mutex_destroy(&c->lock);
+        free(c->last);
         free(c);
     }
 }
@@ -193,9 +194,26 @@ static void deliver(struct emu_conn *c, enum emu_conn_event_type t, int err, con
     c->ops.event(c, &ev, c->ctx);
 }
 
-/* Close (socket) and report a terminal event. */
+static void enter_linger(struct emu_conn *c);
+static void linger_end(struct emu_conn *c, bool abortive);
+
+/* Close (socket) and report a terminal event. An established connection
+ * whose data path sent a Terminate (emu_conn_last_words) is not reset: a
+ * RST would discard the Terminate still queued in the socket behind the
+ * data it follows (finding H2, docs/reliability.md). It ends as an abrupt
+ * disconnect does: the last words, FIN, the bounded linger. */
 static void finish(struct emu_conn *c, enum emu_conn_event_type t, int err, bool abortive)
 {
+    pthread_mutex_lock(&c->lock);
+    bool term = c->term && c->state == CS_EST;
+    pthread_mutex_unlock(&c->lock);
+    if (abortive && term) {
+        if (!c->user_gone && c->ops.detach)
+            c->ops.detach(c, c->ctx);
+        enter_linger(c);
+        deliver(c, t, err, NULL, 0);
+        return;
+    }
     conn_close(c, abortive);
     deliver(c, t, err, NULL, 0);
 }
@@ -500,15 +518,46 @@ void emu_conn_set_rx_retry(struct emu_conn *c, uint32_t usec)
 static void enter_linger(struct emu_conn *c)
 {
     pthread_mutex_lock(&c->lock);
-    if (c->state == CS_EST)
+    if (c->state != CS_EST)
+        c->last_len = c->last_off = 0; /* our FIN is out: nothing may follow it */
+    bool last = c->last_off < c->last_len;
+    if (c->state == CS_EST && !last)
         shutdown(c->fd, SHUT_WR);
-    SD_TRACE("conn", "%p %s -> LINGER", (void *)c, state_names[c->state]);
+    SD_TRACE("conn", "%p %s -> LINGER%s", (void *)c, state_names[c->state],
+             last ? " (last words first)" : "");
     c->state = CS_LINGER;
     c->info.fd = -1;
     c->want_tx = false;
     pthread_mutex_unlock(&c->lock);
     emu_timer_arm(c->timer, EMU_CONN_ABORT_LINGER_US);
-    conn_watch(c, EMU_EV_READ, EMU_EV_WRITE);
+    if (last)
+        conn_watch(c, EMU_EV_READ | EMU_EV_WRITE, 0);
+    else
+        conn_watch(c, EMU_EV_READ, EMU_EV_WRITE);
+}
+
+/* Lingering: write the data path's last words (the rest of an FPDU, a
+ * Terminate), then the FIN. Only the engine touches them once lingering. */
+static void flush_last(struct emu_conn *c)
+{
+    for (int round = 0; round < 64 && c->last_off < c->last_len; round++) {
+        ssize_t n = emu_wire_send1(c, c->fd, c->last + c->last_off, c->last_len - c->last_off,
+                                   MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            c->last_off += (size_t)n;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return; /* the write watch stays on */
+        } else if (n < 0 && errno != EINTR) {
+            SD_DBG("conn", "%p last words not written: %s", (void *)c, strerror(errno));
+            linger_end(c, true);
+            return;
+        }
+    }
+    if (c->last_off < c->last_len)
+        return;
+    SD_DBG("conn", "%p last words written (%zu bytes), FIN", (void *)c, c->last_len);
+    shutdown(c->fd, SHUT_WR);
+    conn_watch(c, 0, EMU_EV_WRITE);
 }
 
 static void abort_linger(struct emu_conn *c)
@@ -1079,6 +1128,10 @@ static void conn_writable(struct emu_conn *c)
         flush_out(c);
         return;
     }
+    if (c->state == CS_LINGER) {
+        flush_last(c);
+        return;
+    }
     if ((c->state == CS_EST || c->state == CS_CLOSING) && c->ops.tx) {
         pthread_mutex_lock(&c->lock);
         bool want = c->want_tx;
@@ -1559,7 +1612,9 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
         return -EINVAL;
     pthread_mutex_lock(&c->lock);
     ssize_t n;
-    if (c->state == CS_EST) {
+    if (c->state == CS_EST && c->term) {
+        n = -EPIPE; /* the last words were said (emu_conn_last_words) */
+    } else if (c->state == CS_EST) {
         struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
         n = emu_wire_send(c, c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0)
@@ -1569,6 +1624,37 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     }
     pthread_mutex_unlock(&c->lock);
     return n;
+}
+
+int emu_conn_last_words(struct emu_conn *c, const struct iovec *iov, int iovcnt)
+{
+    if (c == NULL || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
+        return -EINVAL;
+    size_t add = 0;
+    for (int i = 0; i < iovcnt; i++)
+        add += iov[i].iov_len;
+    int rc = 0;
+    pthread_mutex_lock(&c->lock);
+    if (c->state != CS_EST) {
+        rc = -ENOTCONN;
+    } else {
+        c->term = true;
+        if (add > 0 && c->last == NULL)
+            c->last = malloc(EMU_CONN_LAST_WORDS_MAX);
+        if (add > 0 && c->last == NULL) {
+            rc = -ENOMEM;
+        } else if (add > EMU_CONN_LAST_WORDS_MAX - c->last_len) {
+            rc = -ENOSPC;
+        } else {
+            for (int i = 0; i < iovcnt; i++) {
+                if (iov[i].iov_len)
+                    memcpy(c->last + c->last_len, iov[i].iov_base, iov[i].iov_len);
+                c->last_len += iov[i].iov_len;
+            }
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
 }
 
 void emu_conn_want_tx(struct emu_conn *c, bool on)
