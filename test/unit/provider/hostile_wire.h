@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test/lib/clock.h"
+
 /* RDMAP opcodes (RFC 5040 §4.3). */
 enum hw_op {
     HW_WRITE = 0x0,
@@ -177,24 +179,17 @@ static inline bool hw_send_all(int fd, const void *p, size_t n)
     return true;
 }
 
-static inline double hw_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Read exactly n bytes within ms; returns bytes read (< n: EOF, error or
  * timeout; *closed, if given, tells EOF or error from a timeout). */
 static inline size_t hw_recv_n2(int fd, void *p, size_t n, int ms, bool *closed)
 {
     uint8_t *b = p;
     size_t got = 0;
-    double end = hw_now() + ms / 1000.0;
+    double end = test_now_s() + ms / 1000.0;
     if (closed)
         *closed = false;
     while (got < n) {
-        int left = (int)((end - hw_now()) * 1000.0);
+        int left = (int)((end - test_now_s()) * 1000.0);
         if (left <= 0)
             break;
         struct pollfd pf = {.fd = fd, .events = POLLIN};
@@ -257,9 +252,9 @@ static inline struct hw_term hw_await_terminate(int fd, int ms)
 {
     struct hw_term t;
     memset(&t, 0, sizeof t);
-    double end = hw_now() + ms / 1000.0;
+    double end = test_now_s() + ms / 1000.0;
     for (int frames = 0; frames < 100000; frames++) {
-        int left = (int)((end - hw_now()) * 1000.0);
+        int left = (int)((end - test_now_s()) * 1000.0);
         if (left <= 0)
             return t;
         uint8_t h[2];
