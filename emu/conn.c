@@ -408,10 +408,43 @@ static void send_llp_terminate(struct emu_conn *c, uint8_t code)
 
 /* ---------------------------------------------------------------- established */
 
+/* How often an established connection checks that its peer still
+ * answers (peer_alive): a quarter of SOFTDAT_PEER_TIMEOUT_MS. */
+static uint64_t alive_check_us(void)
+{
+    uint64_t us = (uint64_t)emu_conn_peer_timeout_ms() * 250u;
+    return us < 50000u ? 50000u : us;
+}
+
+/* Established, on c->timer: has anything (data or an ACK, keepalive's
+ * answers included) arrived within SOFTDAT_PEER_TIMEOUT_MS? The kernel's
+ * keepalive gives up on a silent peer only after counting a probe as sent,
+ * and a probe that the host's own queueing discipline drops is not counted
+ * ("local congestion": Linux retries every 500 ms without end, and
+ * TCP_USER_TIMEOUT does not apply to keepalive until a probe counts). A
+ * connection that only receives, with nothing of its own unacknowledged,
+ * then never noticed a cut link (netfault.sh's link cut: its tbf drops
+ * every frame at the sender). This check applies the same rule as
+ * TCP_USER_TIMEOUT to whatever the socket last received. */
+static bool peer_alive(struct emu_conn *c)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return true; /* not TCP (a test's socketpair): the socket's own errors tell */
+    unsigned ms = emu_conn_peer_timeout_ms();
+    if (ti.tcpi_last_data_recv < ms || ti.tcpi_last_ack_recv < ms)
+        return true;
+    SD_INFO("conn", "%p nothing from the peer for %u ms (data) / %u ms (ACKs), timeout %u ms: broken",
+            (void *)c, ti.tcpi_last_data_recv, ti.tcpi_last_ack_recv, ms);
+    return false;
+}
+
 static void establish(struct emu_conn *c, const void *pd, uint16_t pd_len)
 {
     if (c->timer)
-        emu_timer_cancel(c->timer);
+        emu_timer_arm(c->timer, alive_check_us());
     pthread_mutex_lock(&c->lock);
     c->state = CS_EST;
     c->info.fd = c->fd;
@@ -1235,6 +1268,12 @@ static void conn_timer(void *arg)
             break;
         case CS_CLOSING:
             finish(c, EMU_CONN_DISCONNECTED, ETIMEDOUT, true);
+            break;
+        case CS_EST:
+            if (peer_alive(c))
+                emu_timer_arm(c->timer, alive_check_us());
+            else
+                finish(c, EMU_CONN_BROKEN, ETIMEDOUT, true);
             break;
         case CS_LINGER:
             SD_DBG("conn", "%p no EOF from the peer after an abrupt disconnect: RST", (void *)c);
