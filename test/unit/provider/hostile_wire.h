@@ -246,6 +246,35 @@ struct hw_term {
     bool eof; /* the connection ended after it (or without one) */
 };
 
+#define HW_FPDU_BODY_MAX 70000 /* a ULPDU of 65535, pad, CRC field */
+
+/* One FPDU: the ULPDU (DDP header first), its pad and CRC field into body
+ * (HW_FPDU_BODY_MAX bytes); returns ULPDU_Length, or -1 on EOF, error or
+ * timeout (*closed: EOF or error). */
+static inline long hw_recv_fpdu(int fd, uint8_t *body, int ms, bool *closed)
+{
+    uint8_t h[2];
+    if (hw_recv_n2(fd, h, 2, ms, closed) != 2)
+        return -1;
+    size_t ulpdu = (size_t)(h[0] << 8 | h[1]);
+    size_t rest = ulpdu + ((4 - (ulpdu + 2) % 4) % 4) + 4;
+    if (hw_recv_n2(fd, body, rest, ms, closed) != rest)
+        return -1;
+    return (long)ulpdu;
+}
+
+/* Is this FPDU body a Terminate? Then its triple into t. */
+static inline bool hw_is_terminate(const uint8_t *body, long ulpdu, struct hw_term *t)
+{
+    if (ulpdu < 20 || (body[0] & 0x80) || (body[1] & 0x0F) != HW_TERMINATE)
+        return false;
+    t->seen = true;
+    t->layer = body[18] >> 4;
+    t->etype = body[18] & 0x0F;
+    t->ecode = body[19];
+    return true;
+}
+
 /* Read FPDUs until a Terminate, EOF or ms pass. Other FPDUs (Read
  * Responses) are skipped by their length. */
 static inline struct hw_term hw_await_terminate(int fd, int ms)
@@ -257,24 +286,14 @@ static inline struct hw_term hw_await_terminate(int fd, int ms)
         int left = (int)((end - test_now_s()) * 1000.0);
         if (left <= 0)
             return t;
-        uint8_t h[2];
+        static uint8_t body[HW_FPDU_BODY_MAX];
         bool closed;
-        if (hw_recv_n2(fd, h, 2, left, &closed) != 2) {
+        long ulpdu = hw_recv_fpdu(fd, body, left, &closed);
+        if (ulpdu < 0) {
             t.eof = closed;
             return t;
         }
-        size_t ulpdu = (size_t)(h[0] << 8 | h[1]);
-        size_t rest = ulpdu + ((4 - (ulpdu + 2) % 4) % 4) + 4;
-        static uint8_t body[70000];
-        if (rest > sizeof body || hw_recv_n2(fd, body, rest, left, &closed) != rest) {
-            t.eof = closed || rest > sizeof body;
-            return t;
-        }
-        if (ulpdu >= 20 && !(body[0] & 0x80) && (body[1] & 0x0F) == HW_TERMINATE) {
-            t.seen = true;
-            t.layer = body[18] >> 4;
-            t.etype = body[18] & 0x0F;
-            t.ecode = body[19];
+        if (hw_is_terminate(body, ulpdu, &t)) {
             uint8_t x;
             hw_recv_n2(fd, &x, 1, 3000, &t.eof);
             return t;
