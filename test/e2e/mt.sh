@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 peer=$BUILD/test/helpers/dat_mt_peer
 [ -x "$peer" ] || { il_notok "$peer missing (run make first)"; il_finish; }
 # The same IA, declared thread-safe (dat_ia_openv with DAT_TRUE needs it).
-sed 's/nonthreadsafe/threadsafe/' "$BUILD/dat.conf" >"$IL_TMP/dat.conf"
+{ cat "$BUILD/dat.conf"; grep -v "^#" "$BUILD/dat.conf" | sed "s/nonthreadsafe/threadsafe/"; } >"$IL_TMP/dat.conf"
 IL_CONF=$IL_TMP/dat.conf
 [ -n "${SANITIZE:-}" ] && export MT_NO_RSS_CHECK=1
 PORT=$((28000 + RANDOM % 4000))

@@ -96,9 +96,9 @@ static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen, bool small_
     for (int i = 0; i < R_LEN; i++)
         p->tgt[R_OFF + i] = (char)(i * 7 + 3);
     memset(p->snk, 0, TGT);
-    peer_register(p->ia, p->pz, p->msg, (DAT_VLEN)SLOT * NRECV, &p->lmr_msg, &p->lc_msg, NULL);
-    peer_register(p->ia, p->pz, p->tgt, TGT, &p->lmr_tgt, &p->lc_tgt, &p->rc_tgt);
-    peer_register(p->ia, p->pz, p->snk, TGT, &p->lmr_snk, &p->lc_snk, NULL);
+    peer_register(p->ia, p->pz, p->msg, (DAT_VLEN)SLOT * NRECV, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_msg, &p->lc_msg, NULL);
+    peer_register(p->ia, p->pz, p->tgt, TGT, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_tgt, &p->lc_tgt, &p->rc_tgt);
+    peer_register(p->ia, p->pz, p->snk, TGT, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_snk, &p->lc_snk, NULL);
     /* max_request_dtos small: the suppressed-write burst needs slot release */
     DAT_EP_ATTR a = peer_rc_attr(small_limits ? 4096 : 1 << 20, NRECV, 8, 4, 4);
     PEER_MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));

@@ -1,7 +1,7 @@
 /* dat_mt_peer: the multi-threaded run of issue 13 (test/e2e/mt.sh), public
  * DAT API only, both ends in one process.
  *
- *   dat_mt_peer IA PORT [ROUNDS [CYCLES]]
+ *   dat_mt_peer IA PORT [ROUNDS [CYCLES [SECONDS]]]
  *
  * Opens two thread-safe IAs named IA (dat_ia_openv, thread_safety
  * DAT_TRUE: the dat.conf entry must say "threadsafe"), connects NEP
@@ -22,7 +22,8 @@
  * compared at the target (each Write has a target slot of its own), and
  * everything is freed;
  * after dat_ia_close the process holds the descriptors it had before.
- * CYCLES (default 3) repeats all that; resident memory after the last
+ * CYCLES (default 3) repeats all that (with SECONDS: until that many
+ * seconds have passed, at most CYCLES times; scripts/soak); resident memory after the last
  * cycle may exceed that after the second by at most 4 MiB (the first one
  * warms the allocator up: glibc raises its mmap threshold once the large
  * buffers are freed, and keeps later ones on its heap). Skipped with
@@ -171,7 +172,7 @@ static void open_side(struct side *s, const char *ia, size_t len)
     if (s->buf == NULL)
         PEER_FAIL("no memory");
     memset(s->buf, 0, len);
-    peer_register(s->ia, s->pz, s->buf, len, &s->lmr, &s->lc, &s->rc);
+    peer_register(s->ia, s->pz, s->buf, len, DAT_MEM_PRIV_ALL_FLAG, &s->lmr, &s->lc, &s->rc);
     DAT_EP_ATTR a = peer_rc_attr(SZ, NRECV, 64, 1, 4);
     for (int e = 0; e < NEP; e++)
         PEER_MUST(dat_ep_create(s->ia, s->pz, s->rcv, s->req, s->conn, &a, &s->ep[e]));
@@ -522,13 +523,15 @@ int main(int argc, char **argv)
     unsigned port = (unsigned)atoi(argv[2]);
     g_rounds = argc > 3 ? atoi(argv[3]) : 20;
     int cycles = argc > 4 ? atoi(argv[4]) : 3;
-    if (g_rounds < 1 || g_rounds > MAX_ROUNDS || cycles < 1 || cycles > 100) {
-        fprintf(stderr, "ROUNDS 1-%d, CYCLES 1-100\n", MAX_ROUNDS);
+    double seconds = argc > 5 ? atof(argv[5]) : 0;
+    if (g_rounds < 1 || g_rounds > MAX_ROUNDS || cycles < 1 || cycles > 10000000 || seconds < 0) {
+        fprintf(stderr, "ROUNDS 1-%d, CYCLES 1-10000000, SECONDS >= 0\n", MAX_ROUNDS);
         return 2;
     }
+    double end = test_now_s() + seconds;
     int fds0 = peer_count_fds();
     long rss_base = 0;
-    for (int c = 1; c <= cycles && !atomic_load(&g_failed); c++) {
+    for (int c = 1; c <= cycles && !atomic_load(&g_failed) && (seconds == 0 || c <= 3 || test_now_s() < end); c++) {
         cycle(argv[1], port, c);
         int fds = peer_count_fds();
         long rss = peer_rss_kib();

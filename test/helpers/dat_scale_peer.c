@@ -82,7 +82,7 @@ static void open_ia(struct ctx *c, char *ia, int n, int nconn)
     if (c->buf == NULL)
         exit(1);
     memset(c->buf, 0, c->buflen);
-    peer_register(c->ia, c->pz, c->buf, c->buflen, &c->lmr, &c->lc, NULL);
+    peer_register(c->ia, c->pz, c->buf, c->buflen, DAT_MEM_PRIV_ALL_FLAG, &c->lmr, &c->lc, NULL);
     c->ep = calloc((size_t)n + 1, sizeof *c->ep);
 }
 

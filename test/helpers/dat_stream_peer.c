@@ -95,8 +95,9 @@ static void setup(struct peer *p, char *ia)
         exit(1);
     memset(p->slots, 0, (size_t)SLOT * NRECV);
     memset(p->area, 0, AREA);
-    peer_register(p->ia, p->pz, p->slots, (DAT_VLEN)SLOT * NRECV, &p->lmr_slots, &p->lc_slots, NULL);
-    peer_register(p->ia, p->pz, p->area, AREA, &p->lmr_area, &p->lc_area, &p->rc_area);
+    peer_register(p->ia, p->pz, p->slots, (DAT_VLEN)SLOT * NRECV, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_slots, &p->lc_slots,
+                  NULL);
+    peer_register(p->ia, p->pz, p->area, AREA, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_area, &p->lc_area, &p->rc_area);
     DAT_EP_ATTR a = peer_rc_attr(AREA, NRECV, ST_WINDOW + 8, 1, 4);
     PEER_MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
     for (int i = 0; i < NRECV; i++)

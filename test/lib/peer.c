@@ -129,16 +129,16 @@ DAT_DTO_COMPLETION_EVENT_DATA peer_wait_ok(DAT_EVD_HANDLE evd, const char *what)
     return d;
 }
 
-void peer_register(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, void *buf, DAT_VLEN len, DAT_LMR_HANDLE *h,
-                   DAT_LMR_CONTEXT *lc, DAT_RMR_CONTEXT *rc)
+void peer_register(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, void *buf, DAT_VLEN len, DAT_MEM_PRIV_FLAGS priv,
+                   DAT_LMR_HANDLE *h, DAT_LMR_CONTEXT *lc, DAT_RMR_CONTEXT *rc)
 {
     DAT_REGION_DESCRIPTION rd;
     rd.for_va = buf;
     DAT_VLEN sz;
     DAT_VADDR va;
     DAT_RMR_CONTEXT unused;
-    PEER_MUST(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, rd, len, pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, h, lc,
-                             rc ? rc : &unused, &sz, &va));
+    PEER_MUST(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, rd, len, pz, priv, DAT_VA_TYPE_VA, h, lc, rc ? rc : &unused, &sz,
+                             &va));
 }
 
 DAT_EP_ATTR peer_rc_attr(DAT_VLEN size, DAT_COUNT recvs, DAT_COUNT requests, DAT_COUNT iov, DAT_COUNT reads)

@@ -50,10 +50,11 @@ DAT_EVENT peer_wait_for(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char *w
  * else prints "FAIL role: what: ..." and exits 1. */
 DAT_DTO_COMPLETION_EVENT_DATA peer_wait_ok(DAT_EVD_HANDLE evd, const char *what);
 
-/* Register len bytes at buf in pz with every right (PEER_MUST). rc may be
- * NULL when the remote context is not wanted. */
-void peer_register(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, void *buf, DAT_VLEN len, DAT_LMR_HANDLE *h,
-                   DAT_LMR_CONTEXT *lc, DAT_RMR_CONTEXT *rc);
+/* Register len bytes at buf in pz with the rights priv (PEER_MUST;
+ * DAT_MEM_PRIV_ALL_FLAG: every right). rc may be NULL when the remote
+ * context is not wanted. */
+void peer_register(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, void *buf, DAT_VLEN len, DAT_MEM_PRIV_FLAGS priv,
+                   DAT_LMR_HANDLE *h, DAT_LMR_CONTEXT *lc, DAT_RMR_CONTEXT *rc);
 
 /* RC endpoint attributes: default completion flags, best-effort QoS, max
  * message and RDMA size `size`, recv/request queue depths, `iov` segments

@@ -379,6 +379,8 @@ START_TEST(reads_beyond_ird)
         if (body[0] & 0x40)
             responses++;
     }
+    fprintf(stderr, "reads_beyond_ird: %d Read Requests sent, %d Read Responses read, then %s\n", sent, responses,
+            t.seen ? "the Terminate" : ended ? "the end of the stream" : "nothing");
     ck_assert_msg(t.seen, "no Terminate after %d Read Responses (the stream %s)", responses,
                   ended ? "ended" : "stalled");
     ck_assert_msg(t.layer == 0 && t.etype == 2 && t.ecode == 0x07,
