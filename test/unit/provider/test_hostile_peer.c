@@ -14,6 +14,7 @@
  * the guard pages around them, checked byte for byte); the EP sees its
  * connection end; and another connection of the same IA carries on (a
  * Send/Receive round over it after every attack). */
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 
 #include "hostile_wire.h"
@@ -378,6 +379,18 @@ START_TEST(reads_beyond_ird)
         sent += BATCH;
     }
     ck_assert_int_gt(sent, 2);
+    /* Read nothing until the responses stop arriving (the target's socket
+     * full, the Read beyond the IRD refused): 500 ms without growth, at
+     * most 20 s. Reading at once let a slow target (ThreadSanitizer) answer
+     * every request as fast as the attacker drained the answers. */
+    int queued = -1, still = 0;
+    for (int i = 0; i < 400 && still < 10; i++) {
+        usleep(50000);
+        int q = 0;
+        ck_assert_int_eq(ioctl(h.fd, FIONREAD, &q), 0);
+        still = q == queued ? still + 1 : 0;
+        queued = q;
+    }
     /* Read everything back: Read Responses (tagged, opcode 2, sink STag
      * 0x77, the region's bytes), the Terminate, then the end of the stream. */
     int responses = 0;
