@@ -53,6 +53,7 @@ qdisc() { # "QDISC args" | "" (none): on both ends of the link
 # start_server MODE: the server in namespace B (PID SRV), waits for "listening".
 start_server() {
     PORT=$((PORT + 1))
+    : >"$IL_TMP/srv.log" # the previous case's "listening" must not count
     ns_exec env DAT_OVERRIDE="$NS_CONF" SOFTDAT_PEER_TIMEOUT_MS="${PTO:-}" \
         timeout 90 "$peer" server softdat-nsb "$PORT" "$1" >"$IL_TMP/srv.log" 2>&1 &
     SRV=$!
