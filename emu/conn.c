@@ -62,6 +62,7 @@ static void conn_put(struct emu_conn *c)
     if (atomic_fetch_sub(&c->refs, 1) == 1) {
         emu_wire_ep_fini(&c->wire);
         pthread_mutex_destroy(&c->lock);
+        free(c->last);
         free(c);
     }
 }
@@ -194,9 +195,26 @@ static void deliver(struct emu_conn *c, enum emu_conn_event_type t, int err, con
     c->ops.event(c, &ev, c->ctx);
 }
 
-/* Close (socket) and report a terminal event. */
+static void enter_linger(struct emu_conn *c);
+static void linger_end(struct emu_conn *c, bool abortive);
+
+/* Close (socket) and report a terminal event. An established connection
+ * whose data path sent a Terminate (emu_conn_last_words) is not reset: a
+ * RST would discard the Terminate still queued in the socket behind the
+ * data it follows (finding H2, docs/reliability.md). It ends as an abrupt
+ * disconnect does: the last words, FIN, the bounded linger. */
 static void finish(struct emu_conn *c, enum emu_conn_event_type t, int err, bool abortive)
 {
+    pthread_mutex_lock(&c->lock);
+    bool term = c->term && c->state == CS_EST;
+    pthread_mutex_unlock(&c->lock);
+    if (abortive && term) {
+        if (!c->user_gone && c->ops.detach)
+            c->ops.detach(c, c->ctx);
+        enter_linger(c);
+        deliver(c, t, err, NULL, 0);
+        return;
+    }
     conn_close(c, abortive);
     deliver(c, t, err, NULL, 0);
 }
@@ -399,10 +417,43 @@ static void send_llp_terminate(struct emu_conn *c, uint8_t code)
 
 /* ---------------------------------------------------------------- established */
 
+/* How often an established connection checks that its peer still
+ * answers (peer_alive): a quarter of SOFTDAT_PEER_TIMEOUT_MS. */
+static uint64_t alive_check_us(void)
+{
+    uint64_t us = (uint64_t)emu_conn_peer_timeout_ms() * 250u;
+    return us < 50000u ? 50000u : us;
+}
+
+/* Established, on c->timer: has anything (data or an ACK, keepalive's
+ * answers included) arrived within SOFTDAT_PEER_TIMEOUT_MS? The kernel's
+ * keepalive gives up on a silent peer only after counting a probe as sent,
+ * and a probe that the host's own queueing discipline drops is not counted
+ * ("local congestion": Linux retries every 500 ms without end, and
+ * TCP_USER_TIMEOUT does not apply to keepalive until a probe counts). A
+ * connection that only receives, with nothing of its own unacknowledged,
+ * then never noticed a cut link (netfault.sh's link cut: its tbf drops
+ * every frame at the sender). This check applies the same rule as
+ * TCP_USER_TIMEOUT to whatever the socket last received. */
+static bool peer_alive(struct emu_conn *c)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(&ti, 0, sizeof ti);
+    if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return true; /* not TCP (a test's socketpair): the socket's own errors tell */
+    unsigned ms = emu_conn_peer_timeout_ms();
+    if (ti.tcpi_last_data_recv < ms || ti.tcpi_last_ack_recv < ms)
+        return true;
+    SD_INFO("conn", "%p nothing from the peer for %u ms (data) / %u ms (ACKs), timeout %u ms: broken",
+            (void *)c, ti.tcpi_last_data_recv, ti.tcpi_last_ack_recv, ms);
+    return false;
+}
+
 static void establish(struct emu_conn *c, const void *pd, uint16_t pd_len)
 {
     if (c->timer)
-        emu_timer_cancel(c->timer);
+        emu_timer_arm(c->timer, alive_check_us());
     pthread_mutex_lock(&c->lock);
     c->state = CS_EST;
     c->info.fd = c->fd;
@@ -509,15 +560,46 @@ void emu_conn_set_rx_retry(struct emu_conn *c, uint32_t usec)
 static void enter_linger(struct emu_conn *c)
 {
     pthread_mutex_lock(&c->lock);
-    if (c->state == CS_EST)
+    if (c->state != CS_EST)
+        c->last_len = c->last_off = 0; /* our FIN is out: nothing may follow it */
+    bool last = c->last_off < c->last_len;
+    if (c->state == CS_EST && !last)
         shutdown(c->fd, SHUT_WR);
-    SD_TRACE("conn", "%p %s -> LINGER", (void *)c, state_names[c->state]);
+    SD_TRACE("conn", "%p %s -> LINGER%s", (void *)c, state_names[c->state],
+             last ? " (last words first)" : "");
     c->state = CS_LINGER;
     c->info.fd = -1;
     c->want_tx = false;
     pthread_mutex_unlock(&c->lock);
     emu_timer_arm(c->timer, EMU_CONN_ABORT_LINGER_US);
-    conn_watch(c, EMU_EV_READ, EMU_EV_WRITE);
+    if (last)
+        conn_watch(c, EMU_EV_READ | EMU_EV_WRITE, 0);
+    else
+        conn_watch(c, EMU_EV_READ, EMU_EV_WRITE);
+}
+
+/* Lingering: write the data path's last words (the rest of an FPDU, a
+ * Terminate), then the FIN. Only the engine touches them once lingering. */
+static void flush_last(struct emu_conn *c)
+{
+    for (int round = 0; round < 64 && c->last_off < c->last_len; round++) {
+        ssize_t n = emu_wire_send1(&c->wire, c->fd, c->last + c->last_off, c->last_len - c->last_off,
+                                   MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            c->last_off += (size_t)n;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return; /* the write watch stays on */
+        } else if (n < 0 && errno != EINTR) {
+            SD_DBG("conn", "%p last words not written: %s", (void *)c, strerror(errno));
+            linger_end(c, true);
+            return;
+        }
+    }
+    if (c->last_off < c->last_len)
+        return;
+    SD_DBG("conn", "%p last words written (%zu bytes), FIN", (void *)c, c->last_len);
+    shutdown(c->fd, SHUT_WR);
+    conn_watch(c, 0, EMU_EV_WRITE);
 }
 
 static void abort_linger(struct emu_conn *c)
@@ -1088,6 +1170,10 @@ static void conn_writable(struct emu_conn *c)
         flush_out(c);
         return;
     }
+    if (c->state == CS_LINGER) {
+        flush_last(c);
+        return;
+    }
     if ((c->state == CS_EST || c->state == CS_CLOSING) && c->ops.tx) {
         pthread_mutex_lock(&c->lock);
         bool want = c->want_tx;
@@ -1191,6 +1277,12 @@ static void conn_timer(void *arg)
             break;
         case CS_CLOSING:
             finish(c, EMU_CONN_DISCONNECTED, ETIMEDOUT, true);
+            break;
+        case CS_EST:
+            if (peer_alive(c))
+                emu_timer_arm(c->timer, alive_check_us());
+            else
+                finish(c, EMU_CONN_BROKEN, ETIMEDOUT, true);
             break;
         case CS_LINGER:
             SD_DBG("conn", "%p no EOF from the peer after an abrupt disconnect: RST", (void *)c);
@@ -1573,7 +1665,9 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
         return -EINVAL;
     pthread_mutex_lock(&c->lock);
     ssize_t n;
-    if (c->state == CS_EST) {
+    if (c->state == CS_EST && c->term) {
+        n = -EPIPE; /* the last words were said (emu_conn_last_words) */
+    } else if (c->state == CS_EST) {
         struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
         n = emu_wire_send(&c->wire, c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0)
@@ -1583,6 +1677,37 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     }
     pthread_mutex_unlock(&c->lock);
     return n;
+}
+
+int emu_conn_last_words(struct emu_conn *c, const struct iovec *iov, int iovcnt)
+{
+    if (c == NULL || iovcnt < 0 || (iovcnt > 0 && iov == NULL))
+        return -EINVAL;
+    size_t add = 0;
+    for (int i = 0; i < iovcnt; i++)
+        add += iov[i].iov_len;
+    int rc = 0;
+    pthread_mutex_lock(&c->lock);
+    if (c->state != CS_EST) {
+        rc = -ENOTCONN;
+    } else {
+        c->term = true;
+        if (add > 0 && c->last == NULL)
+            c->last = malloc(EMU_CONN_LAST_WORDS_MAX);
+        if (add > 0 && c->last == NULL) {
+            rc = -ENOMEM;
+        } else if (add > EMU_CONN_LAST_WORDS_MAX - c->last_len) {
+            rc = -ENOSPC;
+        } else {
+            for (int i = 0; i < iovcnt; i++) {
+                if (iov[i].iov_len)
+                    memcpy(c->last + c->last_len, iov[i].iov_base, iov[i].iov_len);
+                c->last_len += iov[i].iov_len;
+            }
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
 }
 
 void emu_conn_want_tx(struct emu_conn *c, bool on)

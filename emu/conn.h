@@ -298,9 +298,24 @@ const void *emu_conn_request_pdata(const struct emu_conn *req, uint16_t *len);
  * DISCONNECTED. Already terminal: no-op. 0 or -EINVAL (a request not yet
  * accepted: reject or free it instead). */
 int emu_conn_disconnect(struct emu_conn *c, bool graceful);
-/* The data path found a fatal error (it may have written a Terminate
- * already): abort with RST and deliver BROKEN (err). No-op if terminal. */
+/* The data path found a fatal error: deliver BROKEN (err) and end the
+ * connection. No-op if terminal. Without last words (below) with a RST;
+ * after them like an abrupt disconnect: the last words, then FIN, then
+ * the linger (EMU_CONN_ABORT_LINGER_US, RST if the peer does not read
+ * them or close by then). */
 int emu_conn_fail(struct emu_conn *c, int err);
+/* The data path sent (or is sending) a Terminate: the connection must end
+ * with a FIN behind it, never a RST that would discard it (finding H2,
+ * docs/reliability.md). iov holds the bytes of it the socket did not take
+ * yet (the rest of the FPDU in flight, then the Terminate FPDU; possibly
+ * none): they are copied (at most EMU_CONN_LAST_WORDS_MAX bytes in all,
+ * -ENOSPC beyond) and written by the engine, through the one frame exit,
+ * once the connection fails (emu_conn_fail, or the rx hook's error).
+ * emu_conn_writev fails from then on (-EPIPE): nothing may follow them.
+ * Any thread, serialised with emu_conn_writev by the caller (its send-queue
+ * lock). Appends; 0, -EINVAL, -ENOMEM, -ENOSPC. */
+int emu_conn_last_words(struct emu_conn *c, const struct iovec *iov, int iovcnt);
+#define EMU_CONN_LAST_WORDS_MAX (66u * 1024u) /* an FPDU (16-bit ULPDU) + a Terminate */
 /* Close in any state, no further events. An established (or closing)
  * connection ends like an abrupt disconnect on the wire (FIN after the
  * bytes already written; the engine lingers, then closes and frees it);

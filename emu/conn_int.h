@@ -30,8 +30,9 @@ enum cstate {
     CS_REJECTING,       /* passive: reject Reply written, lingering (engine owns it) */
     CS_EST,             /* established */
     CS_CLOSING,         /* established, our FIN sent, waiting for the peer's */
-    CS_LINGER,          /* abrupt disconnect reported; FIN sent, reading and discarding
-                           until the peer's EOF or the linger timer, then close */
+    CS_LINGER,          /* abrupt disconnect reported; FIN sent (after the data path's
+                           last words, if any), reading and discarding until the peer's
+                           EOF or the linger timer, then close */
     CS_CLOSED,          /* socket closed */
 };
 
@@ -49,6 +50,9 @@ struct emu_conn {
     uint32_t rx_retry_us;       /* that pause; engine thread */
     struct emu_engine_hook hook;
     bool want_tx;
+    bool term;                  /* the data path sent a Terminate: end with FIN, not RST */
+    uint8_t *last;              /* its last words not yet written (EMU_CONN_LAST_WORDS_MAX) */
+    size_t last_len, last_off;
 
     /* engine thread only below (or before the first job is queued) */
     bool initiator;

@@ -536,6 +536,34 @@ void qp_tx_pump(struct emu_qp *qp)
     }
 }
 
+/* After a Terminate: the bytes of the batch not written yet (the rest of
+ * the FPDU in flight, or the Terminate) are copied to the connection as
+ * its last words (emu_conn_last_words), in stream order; the batch is
+ * emptied: nothing more leaves this QP. */
+static void hand_over_rest(struct emu_qp *qp)
+{
+    struct emu_conn *cn = qp->link.c;
+    struct txbatch *b = &qp->tx.tb;
+    int rc = 0;
+    for (int pass = 0; pass < 2 && cn != NULL && rc == 0; pass++) {
+        if (b->rec_pos == b->nrec) {
+            qp_tx_batch_reset(b);
+            if (!qp->tx.term_pending)
+                break;
+            build_terminate(qp);
+        }
+        rc = emu_conn_last_words(cn, b->iov + b->iov_pos, (int)(b->niov - b->iov_pos));
+        b->rec_pos = b->nrec; /* handed over */
+    }
+    if (cn != NULL && rc == 0)
+        rc = emu_conn_last_words(cn, NULL, 0); /* a FIN behind it even if all was written */
+    if (rc != 0 && rc != -ENOTCONN)
+        SD_WARN("qp", "%p Terminate not handed to the connection: %s", (void *)qp, strerror(-rc));
+    qp->tx.term_pending = false;
+    qp->tx.want_tx = false;
+    qp_tx_batch_reset(b);
+}
+
 void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t)
 {
     if (qp->tx.term_pending || qp->tx.dead)
@@ -554,12 +582,13 @@ void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t)
             b->niov = b->rec[b->rec_pos].iov_end;
         }
     }
-    /* The Terminate goes out now if the socket takes it; the caller breaks
-     * the connection right after (RST), so this is best effort. */
-    bool was = qp->tx.want_tx;
+    /* The Terminate goes out now if the socket takes it. What it does not
+     * take (the rest of the FPDU in flight, the Terminate) becomes the
+     * connection's last words: the caller ends the connection right after,
+     * and the engine writes them, then a FIN, within a bounded linger,
+     * instead of the RST that would discard them (finding H2). */
     qp->tx.want_tx = false;
     qp_tx_pump(qp);
-    if (qp->tx.term_pending || qp->tx.tb.rec_pos < qp->tx.tb.nrec)
-        qp->tx.want_tx = was || qp->tx.want_tx;
+    hand_over_rest(qp);
     qp->tx.dead = true;
 }

@@ -87,6 +87,7 @@ void sd_progress_set_init(struct sd_progress_set *ps)
 {
     pthread_mutex_init(&ps->mu, NULL);
     ps->head = NULL;
+    ps->leased = false;
     atomic_init(&ps->n, 0);
 }
 
@@ -107,6 +108,16 @@ void sd_progress_evd_init(struct sd_evd *evd)
     sd_evq_arm_progress(&evd->q, false);
 }
 
+/* (ps->mu held) Give back every lease a pass may have taken. */
+static void release_leases(struct sd_progress_set *ps)
+{
+    if (!ps->leased)
+        return;
+    for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
+        emu_qp_poll_release(e->qp);
+    ps->leased = false;
+}
+
 int sd_progress_evd_pass(void *arg, struct sd_evq *q)
 {
     (void)q;
@@ -116,10 +127,11 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     if (members == 0)
         return -1;
     if (members > SD_PROG_MAX_QPS) {
+        /* Leases taken while the set was small go back once, not on every
+         * pass: a walk of 10,000 entries per wakeup was most of the
+         * latency at 10,000 endpoints (docs/reliability.md). */
         if (sd_evq_consumer_sleeping() && pthread_mutex_trylock(&ps->mu) == 0) {
-            /* leases taken while the set was small */
-            for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
-                emu_qp_poll_release(e->qp);
+            release_leases(ps);
             pthread_mutex_unlock(&ps->mu);
         }
         return -1;
@@ -132,8 +144,9 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
      * two do not fight over two CPUs for every frame. */
     bool polling = sd_evq_consumer_polling() && g_lease_us > 0;
     if (sd_evq_consumer_sleeping())
-        for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
-            emu_qp_poll_release(e->qp);
+        release_leases(ps);
+    if (polling)
+        ps->leased = true;
     uint64_t now = polling ? emu_now_us() : 0;
     struct emu_qp *qps[SD_PROG_BATCH];
     unsigned nq = 0;

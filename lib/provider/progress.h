@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct sd_evd;
@@ -37,6 +38,8 @@ struct sd_progress_set {
     pthread_mutex_t mu;
     struct sd_prog_ent *head;
     atomic_int n; /* entries; read unlocked by the pass */
+    bool leased;  /* (mu) a pass may have given leases not yet released: a
+                     sleeping consumer's pass walks the set only then */
 };
 
 /* Default spin window of dat_evd_wait, µs (docs/perf.md "Latency design");

@@ -10,9 +10,10 @@
 #   Write, a Send of up to 60 KiB and a 128 KiB RDMA Read, every byte
 #   checked, every message exactly once and in order.
 #   link cut mid-stream (both ends drop every frame, silently): with
-#   SOFTDAT_PEER_TIMEOUT_MS=3000 each side's posted DTOs all complete
-#   (FLUSHED or an error) and one connection event arrives within the bound;
-#   descriptors back to their count before dat_ia_open.
+#   SOFTDAT_PEER_TIMEOUT_MS=3000 each side — the sender and the pure
+#   receiver — sees its posted DTOs all complete (FLUSHED or an error) and
+#   one connection event within the bound (10 s); descriptors back to their
+#   count before dat_ia_open.
 #   peer killed (SIGKILL) mid-stream: the survivor's DTOs complete and its
 #   connection event arrives at once (the kernel closes the dead peer's
 #   socket).
@@ -59,6 +60,7 @@ IA_A=softdat-nsa IA_B=softdat-nsb ADDR_B=$NS_B
 # start_server MODE: the server in namespace B (PID SRV), waits for "listening".
 start_server() {
     PORT=$((PORT + 1))
+    : >"$IL_TMP/srv.log" # the previous case's "listening" must not count
     ns_exec env DAT_OVERRIDE="$NS_CONF" SOFTDAT_PEER_TIMEOUT_MS="${PTO:-}" \
         timeout 90 "$peer" server "$IA_B" "$PORT" "$1" >"$IL_TMP/srv.log" 2>&1 &
     SRV=$!
@@ -192,21 +194,21 @@ if start_server stream; then
     took=$((SECONDS - cut))
     wait "$SRV"
     src=$?
-    # Asserted: the sender (data in flight) notices within the bound, every
-    # DTO it posted completes, its descriptors return. The pure receiver
-    # usually notices as fast (keepalive) but sometimes not within 30 s:
-    # an open finding (docs/reliability.md), reported, not asserted.
+    took_srv=$((SECONDS - cut))
+    # Asserted for both: the sender (its data in flight: TCP_USER_TIMEOUT)
+    # and the pure receiver (nothing of its own unacknowledged: keepalive,
+    # whose probes the cut drops at its own qdisc, and the connection's
+    # own check of what the socket last received, docs/reliability.md)
+    # notice within the bound, every DTO posted completes, descriptors
+    # return.
     if [ $crc -eq 0 ] && stream_ok "$IL_TMP/cli.log" && [ $took -le 10 ] &&
-        grep -q 'failed_at=' "$IL_TMP/cli.log"; then
-        il_ok "link cut mid-stream: the sender's DTOs all completed and its connection ended (BROKEN) ${took} s after the cut (SOFTDAT_PEER_TIMEOUT_MS=3000, bound 10 s); descriptors back to their start"
+        grep -q 'failed_at=' "$IL_TMP/cli.log" &&
+        [ $src -eq 0 ] && stream_ok "$IL_TMP/srv.log" && [ $took_srv -le 10 ]; then
+        il_ok "link cut mid-stream: both sides' DTOs all completed and their connections ended, the sender ${took} s and the pure receiver ${took_srv} s after the cut (SOFTDAT_PEER_TIMEOUT_MS=3000, bound 10 s); descriptors back to their start"
         il_note "client: $(grep '^result' "$IL_TMP/cli.log")"
-        if [ $src -eq 0 ] && stream_ok "$IL_TMP/srv.log"; then
-            il_note "server: $(grep '^result' "$IL_TMP/srv.log")"
-        else
-            il_note "server (pure receiver) did not notice the cut within 30 s (open finding, docs/reliability.md)"
-        fi
+        il_note "server: $(grep '^result' "$IL_TMP/srv.log")"
     else
-        il_notok "link cut: client $crc, server $src, ${took} s after the cut"; show
+        il_notok "link cut: client $crc (${took} s after the cut), server $src (${took_srv} s)"; show
     fi
 else
     il_notok "link cut: server did not start"; show

@@ -50,6 +50,7 @@ struct emu_conn {
     bool want_tx;
     uint32_t wcap;          /* bytes one writev accepts (0: all) */
     uint64_t written;
+    bool term;              /* last words said: nothing may follow */
 };
 
 /* Deterministic STag keys (qp_env.h). */
@@ -80,6 +81,8 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
 {
     if (c->failed)
         return -ENOTCONN;
+    if (c->term)
+        return -EPIPE;
     size_t n = 0;
     for (int i = 0; i < iovcnt; i++) {
         size_t k = iov[i].iov_len;
@@ -98,6 +101,24 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     }
     c->written += n;
     return n ? (ssize_t)n : -EAGAIN;
+}
+
+/* The Terminate's bytes the socket did not take: the real connection
+ * writes them before its FIN, so they join the stream checked below. */
+int emu_conn_last_words(struct emu_conn *c, const struct iovec *iov, int iovcnt)
+{
+    if (c->failed)
+        return -ENOTCONN;
+    c->term = true;
+    for (int i = 0; i < iovcnt; i++) {
+        if (txn + iov[i].iov_len <= sizeof txs) {
+            memcpy(txs + txn, iov[i].iov_base, iov[i].iov_len);
+            txn += iov[i].iov_len;
+        } else {
+            tx_overflow = true;
+        }
+    }
+    return 0;
 }
 
 /* What the QP sent is a well-formed FPDU stream (our own parser accepts

@@ -40,6 +40,7 @@
 
 #include <dat2/udat.h>
 
+#include "test/lib/clock.h"
 #include "test/lib/peer.h"
 
 
@@ -66,17 +67,6 @@ struct peer {
     DAT_RMR_TRIPLET remote;     /* the peer's target */
     int next_recv;              /* next receive slot cookie to complete */
 };
-
-static void reg(struct peer *p, char *buf, DAT_VLEN len, DAT_LMR_HANDLE *h, DAT_LMR_CONTEXT *lc,
-                DAT_RMR_CONTEXT *rc)
-{
-    DAT_REGION_DESCRIPTION rd;
-    rd.for_va = buf;
-    DAT_VLEN sz;
-    DAT_VADDR va;
-    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, h, lc,
-                        rc, &sz, &va));
-}
 
 static DAT_DTO_COMPLETION_EVENT_DATA wait_dto(DAT_EVD_HANDLE evd, const char *what)
 {
@@ -106,26 +96,11 @@ static void setup(struct peer *p, char *ia_name, DAT_COUNT req_qlen, bool small_
     for (int i = 0; i < R_LEN; i++)
         p->tgt[R_OFF + i] = (char)(i * 7 + 3);
     memset(p->snk, 0, TGT);
-    DAT_RMR_CONTEXT unused;
-    reg(p, p->msg, (DAT_VLEN)SLOT * NRECV, &p->lmr_msg, &p->lc_msg, &unused);
-    reg(p, p->tgt, TGT, &p->lmr_tgt, &p->lc_tgt, &p->rc_tgt);
-    reg(p, p->snk, TGT, &p->lmr_snk, &p->lc_snk, &unused);
-    DAT_EP_ATTR a;
-    memset(&a, 0, sizeof a);
-    a.service_type = DAT_SERVICE_TYPE_RC;
-    a.max_message_size = small_limits ? 4096 : 1 << 20;
-    a.max_rdma_size = small_limits ? 4096 : 1 << 20;
-    a.qos = DAT_QOS_BEST_EFFORT;
-    a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-    a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-    a.max_recv_dtos = NRECV;
-    a.max_request_dtos = 8; /* small: the suppressed-write burst needs slot release */
-    a.max_recv_iov = 4;
-    a.max_request_iov = 4;
-    a.max_rdma_read_in = 4;
-    a.max_rdma_read_out = 4;
-    a.max_rdma_read_iov = 4;
-    a.max_rdma_write_iov = 4;
+    peer_register(p->ia, p->pz, p->msg, (DAT_VLEN)SLOT * NRECV, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_msg, &p->lc_msg, NULL);
+    peer_register(p->ia, p->pz, p->tgt, TGT, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_tgt, &p->lc_tgt, &p->rc_tgt);
+    peer_register(p->ia, p->pz, p->snk, TGT, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_snk, &p->lc_snk, NULL);
+    /* max_request_dtos small: the suppressed-write burst needs slot release */
+    DAT_EP_ATTR a = peer_rc_attr(small_limits ? 4096 : 1 << 20, NRECV, 8, 4, 4);
     PEER_MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
     /* Every receive up front: slot i, cookie i. Slot 1 gets two segments.
      * (Scenario rnr: the server posts them late, post_recvs.) */
@@ -666,16 +641,9 @@ static void server_eager(struct peer *p)
 #define RNR_DELAY_US 300000
 #define RNR_SENDS 3
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void client_rnr(struct peer *p)
 {
-    double t0 = now_s();
+    double t0 = test_now_s();
     for (int i = 0; i < RNR_SENDS; i++) {
         char *src = p->snk + i * 64;
         snprintf(src, 64, "rnr message %d", i);
@@ -687,7 +655,7 @@ static void client_rnr(struct peer *p)
         PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "rnr send %d: status %d", i, d.status);
         PEER_EXPECT(d.user_cookie.as_64 == 700 + (uint64_t)i, "rnr send %d: cookie", i);
     }
-    double waited = now_s() - t0;
+    double waited = test_now_s() - t0;
     PEER_EXPECT(waited >= 0.8 * RNR_DELAY_US / 1e6, "Sends completed after %.3f s, before the receives were posted", waited);
     expect_recv(p, 8, "rnr reply");
     PEER_MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG));

@@ -60,13 +60,7 @@ struct peer {
 static void reg(struct peer *p, void *buf, DAT_VLEN len, DAT_MEM_PRIV_FLAGS priv, DAT_LMR_HANDLE *h,
                 DAT_LMR_CONTEXT *lc, DAT_RMR_CONTEXT *rc)
 {
-    DAT_REGION_DESCRIPTION rd;
-    rd.for_va = buf;
-    DAT_VLEN sz;
-    DAT_VADDR va;
-    DAT_RMR_CONTEXT unused;
-    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, priv, DAT_VA_TYPE_VA, h, lc,
-                        rc ? rc : &unused, &sz, &va));
+    peer_register(p->ia, p->pz, buf, len, priv, h, lc, rc);
 }
 
 static void check_attrs(struct peer *p)

@@ -30,6 +30,7 @@
 
 #include <dat2/udat.h>
 
+#include "test/lib/clock.h"
 #include "test/lib/peer.h"
 
 
@@ -37,23 +38,10 @@
 enum { MSG = 64, BIG = 4096, SLOT = 4096, NREC = 2, PINGS = 1000 };
 #define TMO (60u * 1000000u)
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, res = 0;
-    if (f == NULL)
-        return 0;
-    if (fscanf(f, "%ld %ld", &pages, &res) != 2)
-        res = 0;
-    fclose(f);
-    return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
 
 static double now_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+    return test_now_s() * 1e6;
 }
 
 struct ctx {
@@ -94,13 +82,7 @@ static void open_ia(struct ctx *c, char *ia, int n, int nconn)
     if (c->buf == NULL)
         exit(1);
     memset(c->buf, 0, c->buflen);
-    DAT_REGION_DESCRIPTION rd;
-    rd.for_va = c->buf;
-    DAT_RMR_CONTEXT rc;
-    DAT_VLEN sz;
-    DAT_VADDR va;
-    PEER_MUST(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, rd, c->buflen, c->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
-                        &c->lmr, &c->lc, &rc, &sz, &va));
+    peer_register(c->ia, c->pz, c->buf, c->buflen, DAT_MEM_PRIV_ALL_FLAG, &c->lmr, &c->lc, NULL);
     c->ep = calloc((size_t)n + 1, sizeof *c->ep);
 }
 
@@ -120,36 +102,10 @@ static void close_ia(struct ctx *c)
 
 static DAT_EP_HANDLE new_ep(struct ctx *c)
 {
-    DAT_EP_ATTR a;
-    memset(&a, 0, sizeof a);
-    a.service_type = DAT_SERVICE_TYPE_RC;
-    a.max_message_size = BIG;
-    a.max_rdma_size = BIG;
-    a.qos = DAT_QOS_BEST_EFFORT;
-    a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-    a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-    a.max_recv_dtos = NREC;
-    a.max_request_dtos = 2;
-    a.max_recv_iov = 1;
-    a.max_request_iov = 1;
-    a.max_rdma_read_in = 1;
-    a.max_rdma_read_out = 1;
-    a.max_rdma_read_iov = 1;
-    a.max_rdma_write_iov = 1;
+    DAT_EP_ATTR a = peer_rc_attr(BIG, NREC, 2, 1, 1);
     DAT_EP_HANDLE ep;
     PEER_MUST(dat_ep_create(c->ia, c->pz, c->rcv, c->req, c->conn, &a, &ep));
     return ep;
-}
-
-static DAT_DTO_COMPLETION_EVENT_DATA wait_ok(DAT_EVD_HANDLE evd, const char *what)
-{
-    DAT_EVENT ev = peer_wait(evd, what);
-    DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
-    if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d.status != DAT_DTO_SUCCESS) {
-        printf("FAIL %s: %s: event 0x%x status %d\n", peer_role, what, ev.event_number, (int)d.status);
-        exit(1);
-    }
-    return d;
 }
 
 /* ---------------------------------------------------------------- server */
@@ -244,10 +200,10 @@ static double pingpong(struct ctx *c, DAT_EP_HANDLE ep, size_t len, int iters)
         double t0 = now_us();
         DAT_LMR_TRIPLET t = tri(c, SLOT, len);
         PEER_MUST(dat_ep_post_send(ep, 1, &t, peer_cookie(2), DAT_COMPLETION_DEFAULT_FLAG));
-        DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(c->rcv, "the echo");
+        DAT_DTO_COMPLETION_EVENT_DATA d = peer_wait_ok(c->rcv, "the echo");
         if (d.transfered_length != len)
             printf("FAIL client: echo of %zu bytes came back %u\n", len, (unsigned)d.transfered_length);
-        wait_ok(c->req, "the ping's Send");
+        peer_wait_ok(c->req, "the ping's Send");
         if (i < PINGS)
             lat[i] = (now_us() - t0) / 2;
     }
@@ -271,13 +227,13 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
         return 1;
     }
     int fds0 = peer_count_fds();
-    long rss0 = rss_kib();
+    long rss0 = peer_rss_kib();
     struct ctx c;
     open_ia(&c, ia, 1, n);
     free(c.ep);
     c.ep = calloc((size_t)n, sizeof *c.ep);
     int fds_open = peer_count_fds();
-    long rss_open = rss_kib();
+    long rss_open = peer_rss_kib();
     static const int marks[] = {1, 100, 1000, 10000};
     int next_mark = 0, rc = 0;
     double t_start = now_us();
@@ -303,7 +259,7 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
             usleep(200000); /* let the server finish its accepts */
             (void)pingpong(&c, c.ep[at - 1], MSG, 100); /* warm-up */
             double lat = pingpong(&c, c.ep[at - 1], MSG, PINGS);
-            long rss = rss_kib();
+            long rss = peer_rss_kib();
             printf("at %d eps: lat_us=%.2f rss_kib_per_ep=%.1f fds=%d connect_s=%.1f\n", at, lat,
                    (double)(rss - rss_open) / at, peer_count_fds() - fds_open, (now_us() - t_start) / 1e6);
             fflush(stdout);
@@ -312,7 +268,7 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
     if (next_mark < 4 && marks[next_mark] > n) {
         double lat = pingpong(&c, c.ep[n - 1], MSG, PINGS);
         printf("at %d eps: lat_us=%.2f rss_kib_per_ep=%.1f fds=%d\n", n, lat,
-               (double)(rss_kib() - rss_open) / n, peer_count_fds() - fds_open);
+               (double)(peer_rss_kib() - rss_open) / n, peer_count_fds() - fds_open);
     }
     for (int i = 0; i < n; i++)
         PEER_MUST(dat_ep_disconnect(c.ep[i], DAT_CLOSE_ABRUPT_FLAG));
@@ -359,11 +315,11 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
             ev = peer_wait(c.conn, "DISCONNECTED");
             PEER_MUST(dat_ep_free(ep));
             if (k == 9) { /* after warm-up: allocator arenas settled */
-                rss_c0 = rss_kib();
+                rss_c0 = peer_rss_kib();
                 fds_c0 = peer_count_fds();
             }
         }
-        long rss_c1 = rss_kib();
+        long rss_c1 = peer_rss_kib();
         int fds_c1 = peer_count_fds();
         for (int k = 0; k < 100 && fds_c1 != fds_c0; k++) {
             usleep(50000);
@@ -381,7 +337,7 @@ static int client(char *ia, const char *host, unsigned port, int n, int cycles)
     }
     close_ia(&c);
     int fds1 = peer_count_fds();
-    printf("fds=%d/%d rss_kib=%ld/%ld\n", fds0, fds1, rss0, rss_kib());
+    printf("fds=%d/%d rss_kib=%ld/%ld\n", fds0, fds1, rss0, peer_rss_kib());
     if (fds1 != fds0) {
         printf("FAIL client: %d descriptors after dat_ia_close, %d before dat_ia_open\n", fds1, fds0);
         rc = 1;

@@ -115,15 +115,10 @@ static int server(char *ia_name, DAT_CONN_QUAL port, int nc, int nm)
     PEER_MUST(dat_evd_create(ia, total, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &rcv));
     char *buf = aligned_alloc(4096, (size_t)total * SLOT);
     memset(buf, 0, (size_t)total * SLOT);
-    DAT_REGION_DESCRIPTION rd;
-    rd.for_va = buf;
     DAT_LMR_HANDLE lmr;
     DAT_LMR_CONTEXT lc;
-    DAT_RMR_CONTEXT rmc;
-    DAT_VLEN sz;
-    DAT_VADDR va;
-    PEER_MUST(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, rd, (DAT_VLEN)total * SLOT, pz, DAT_MEM_PRIV_LOCAL_WRITE_FLAG |
-                        DAT_MEM_PRIV_LOCAL_READ_FLAG, DAT_VA_TYPE_VA, &lmr, &lc, &rmc, &sz, &va));
+    peer_register(ia, pz, buf, (DAT_VLEN)total * SLOT, DAT_MEM_PRIV_LOCAL_WRITE_FLAG | DAT_MEM_PRIV_LOCAL_READ_FLAG,
+                  &lmr, &lc, NULL);
     DAT_SRQ_ATTR sa = {.max_recv_dtos = total, .max_recv_iov = 1, .low_watermark = DAT_SRQ_LW_DEFAULT};
     DAT_SRQ_HANDLE srq;
     PEER_MUST(dat_srq_create(ia, pz, &sa, &srq));
@@ -288,15 +283,9 @@ static int client(char *ia_name, const char *host, DAT_CONN_QUAL port, int id, i
     PEER_MUST(dat_evd_create(ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req));
     PEER_MUST(dat_evd_create(ia, 4, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &rcv));
     char *buf = aligned_alloc(4096, SLOT);
-    DAT_REGION_DESCRIPTION rd;
-    rd.for_va = buf;
     DAT_LMR_HANDLE lmr;
     DAT_LMR_CONTEXT lc;
-    DAT_RMR_CONTEXT rmc;
-    DAT_VLEN sz;
-    DAT_VADDR va;
-    PEER_MUST(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, rd, SLOT, pz, DAT_MEM_PRIV_LOCAL_READ_FLAG, DAT_VA_TYPE_VA, &lmr,
-                        &lc, &rmc, &sz, &va));
+    peer_register(ia, pz, buf, SLOT, DAT_MEM_PRIV_LOCAL_READ_FLAG, &lmr, &lc, NULL);
     DAT_EP_ATTR a;
     ep_attr(&a, false);
     DAT_EP_HANDLE ep;

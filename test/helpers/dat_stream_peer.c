@@ -35,6 +35,7 @@
 
 #include <dat2/udat.h>
 
+#include "test/lib/clock.h"
 #include "test/lib/peer.h"
 
 
@@ -65,29 +66,11 @@ struct peer {
     DAT_RMR_TRIPLET remote; /* the peer's area */
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static double g_t0;
 
 static uint8_t pat(uint32_t round, uint32_t kind, size_t i)
 {
     return (uint8_t)((i * 131u) ^ (round * 7u) ^ (kind * 0x5Bu) ^ (i >> 9));
-}
-
-static void reg(struct peer *p, void *buf, DAT_VLEN len, DAT_LMR_HANDLE *h, DAT_LMR_CONTEXT *lc,
-                DAT_RMR_CONTEXT *rc)
-{
-    DAT_REGION_DESCRIPTION rd;
-    rd.for_va = buf;
-    DAT_VLEN sz;
-    DAT_VADDR va;
-    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, len, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, h, lc,
-                        rc, &sz, &va));
 }
 
 static void post_recv(struct peer *p, int slot)
@@ -112,25 +95,10 @@ static void setup(struct peer *p, char *ia)
         exit(1);
     memset(p->slots, 0, (size_t)SLOT * NRECV);
     memset(p->area, 0, AREA);
-    DAT_RMR_CONTEXT unused;
-    reg(p, p->slots, (DAT_VLEN)SLOT * NRECV, &p->lmr_slots, &p->lc_slots, &unused);
-    reg(p, p->area, AREA, &p->lmr_area, &p->lc_area, &p->rc_area);
-    DAT_EP_ATTR a;
-    memset(&a, 0, sizeof a);
-    a.service_type = DAT_SERVICE_TYPE_RC;
-    a.max_message_size = AREA;
-    a.max_rdma_size = AREA;
-    a.qos = DAT_QOS_BEST_EFFORT;
-    a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-    a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-    a.max_recv_dtos = NRECV;
-    a.max_request_dtos = ST_WINDOW + 8;
-    a.max_recv_iov = 1;
-    a.max_request_iov = 1;
-    a.max_rdma_read_in = 4;
-    a.max_rdma_read_out = 4;
-    a.max_rdma_read_iov = 1;
-    a.max_rdma_write_iov = 1;
+    peer_register(p->ia, p->pz, p->slots, (DAT_VLEN)SLOT * NRECV, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_slots, &p->lc_slots,
+                  NULL);
+    peer_register(p->ia, p->pz, p->area, AREA, DAT_MEM_PRIV_ALL_FLAG, &p->lmr_area, &p->lc_area, &p->rc_area);
+    DAT_EP_ATTR a = peer_rc_attr(AREA, NRECV, ST_WINDOW + 8, 1, 4);
     PEER_MUST(dat_ep_create(p->ia, p->pz, p->rcv, p->req, p->conn, &a, &p->ep));
     for (int i = 0; i < NRECV; i++)
         post_recv(p, i);
@@ -150,17 +118,6 @@ static void teardown(struct peer *p)
     PEER_MUST(dat_ia_close(p->ia, DAT_CLOSE_GRACEFUL_FLAG));
     free(p->slots);
     free(p->area);
-}
-
-static DAT_DTO_COMPLETION_EVENT_DATA wait_ok(DAT_EVD_HANDLE evd, const char *what)
-{
-    DAT_EVENT ev = peer_wait(evd, what);
-    DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
-    if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d.status != DAT_DTO_SUCCESS) {
-        printf("FAIL %s: %s: event 0x%x status %d\n", peer_role, what, ev.event_number, (int)d.status);
-        exit(1);
-    }
-    return d;
 }
 
 static void connect_pair(struct peer *p, bool server, const char *host, unsigned port)
@@ -194,10 +151,10 @@ static void connect_pair(struct peer *p, bool server, const char *host, unsigned
     memcpy(out, &mine, sizeof mine);
     DAT_LMR_TRIPLET t = peer_triplet(p->lc_area, out, sizeof mine);
     PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(900), DAT_COMPLETION_DEFAULT_FLAG));
-    DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(p->rcv, "the peer's triplet");
+    DAT_DTO_COMPLETION_EVENT_DATA d = peer_wait_ok(p->rcv, "the peer's triplet");
     memcpy(&p->remote, p->slots + d.user_cookie.as_64 * SLOT, sizeof p->remote);
     post_recv(p, (int)d.user_cookie.as_64);
-    wait_ok(p->req, "our triplet's Send");
+    peer_wait_ok(p->req, "our triplet's Send");
 }
 
 /* ---------------------------------------------------------------- verify */
@@ -226,9 +183,9 @@ static int verify_client(struct peer *p)
         PEER_MUST(dat_ep_post_rdma_write(p->ep, 1, &wt, peer_cookie(1), &rt, DAT_COMPLETION_DEFAULT_FLAG));
         DAT_LMR_TRIPLET st = peer_triplet(p->lc_area, m, (DAT_VLEN)(len + sizeof h));
         PEER_MUST(dat_ep_post_send(p->ep, 1, &st, peer_cookie(2), DAT_COMPLETION_DEFAULT_FLAG));
-        wait_ok(p->req, "the round's RDMA Write");
-        wait_ok(p->req, "the round's Send");
-        DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(p->rcv, "the server's verdict");
+        peer_wait_ok(p->req, "the round's RDMA Write");
+        peer_wait_ok(p->req, "the round's Send");
+        DAT_DTO_COMPLETION_EVENT_DATA d = peer_wait_ok(p->rcv, "the server's verdict");
         struct round_msg v;
         memcpy(&v, p->slots + d.user_cookie.as_64 * SLOT, sizeof v);
         post_recv(p, (int)d.user_cookie.as_64);
@@ -246,7 +203,7 @@ static int verify_server(struct peer *p)
 {
     uint8_t *sink = p->area + WR_LEN + RD_LEN + SLOT;
     for (uint32_t r = 0; r < ROUNDS; r++) {
-        DAT_DTO_COMPLETION_EVENT_DATA d = wait_ok(p->rcv, "the round's Send");
+        DAT_DTO_COMPLETION_EVENT_DATA d = peer_wait_ok(p->rcv, "the round's Send");
         uint8_t *m = p->slots + d.user_cookie.as_64 * SLOT;
         struct round_msg h;
         memcpy(&h, m, sizeof h);
@@ -273,7 +230,7 @@ static int verify_server(struct peer *p)
                               .virtual_address = p->remote.virtual_address + WR_LEN,
                               .segment_length = RD_LEN};
         PEER_MUST(dat_ep_post_rdma_read(p->ep, 1, &lt, peer_cookie(3), &rt, DAT_COMPLETION_DEFAULT_FLAG));
-        wait_ok(p->req, "the round's RDMA Read");
+        peer_wait_ok(p->req, "the round's RDMA Read");
         for (size_t i = 0; ok && i < RD_LEN; i++)
             if (sink[i] != pat(r, 2, i)) {
                 PEER_EXPECT(0, "round %u: RDMA Read byte %zu", r, i);
@@ -284,7 +241,7 @@ static int verify_server(struct peer *p)
         memcpy(out, &v, sizeof v);
         DAT_LMR_TRIPLET st = peer_triplet(p->lc_area, out, sizeof v);
         PEER_MUST(dat_ep_post_send(p->ep, 1, &st, peer_cookie(4), DAT_COMPLETION_DEFAULT_FLAG));
-        wait_ok(p->req, "the verdict's Send");
+        peer_wait_ok(p->req, "the verdict's Send");
         if (!ok)
             return 1;
     }
@@ -302,7 +259,7 @@ struct tally {
 static void note_fail(struct tally *t)
 {
     if (t->first_fail == 0)
-        t->first_fail = now_s();
+        t->first_fail = test_now_s();
 }
 
 /* Reap what is there (wait up to us for the first). */
@@ -315,7 +272,7 @@ static void reap(struct peer *p, DAT_EVD_HANDLE evd, struct tally *t, DAT_TIMEOU
     for (;;) {
         DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
         t->completed++;
-        t->last = now_s();
+        t->last = test_now_s();
         if (d.status != DAT_DTO_SUCCESS) {
             t->errors++;
             note_fail(t);
@@ -335,16 +292,16 @@ static void conn_event(struct peer *p, struct tally *t, DAT_TIMEOUT us)
     if (t->event == 0 && dat_evd_wait(p->conn, us, 1, &ev, &n) == DAT_SUCCESS) {
         t->event = ev.event_number;
         note_fail(t);
-        t->last = now_s();
+        t->last = test_now_s();
     }
 }
 
 static int stream(struct peer *p, bool client, double seconds)
 {
     struct tally t = {.posted = client ? 0 : NRECV};
-    double end = now_s() + seconds;
+    double end = test_now_s() + seconds;
     long outstanding = 0;
-    while (t.event == 0 && t.errors == 0 && now_s() < end) {
+    while (t.event == 0 && t.errors == 0 && test_now_s() < end) {
         if (client) {
             while (outstanding < ST_WINDOW) {
                 size_t off = (size_t)(t.posted % 8) * ST_WRITE;
@@ -372,8 +329,8 @@ static int stream(struct peer *p, bool client, double seconds)
     /* The connection failed: everything posted must complete, and the
      * connection event arrive. Bounded by the IA's own detection (the
      * test sets SOFTDAT_PEER_TIMEOUT_MS) plus slack. */
-    double deadline = now_s() + 20;
-    while ((t.completed < t.posted || t.event == 0) && now_s() < deadline) {
+    double deadline = test_now_s() + 20;
+    while ((t.completed < t.posted || t.event == 0) && test_now_s() < deadline) {
         reap(p, client ? p->req : p->rcv, &t, 50000, false);
         conn_event(p, &t, 0);
     }
@@ -406,7 +363,7 @@ int main(int argc, char **argv)
     unsigned port = (unsigned)atoi(server ? argv[3] : argv[4]);
     const char *mode = server ? argv[4] : (argc > 5 ? argv[5] : "verify");
     double seconds = (!server && argc > 6) ? atof(argv[6]) : 30;
-    g_t0 = now_s();
+    g_t0 = test_now_s();
     int fds0 = peer_count_fds();
     struct peer p;
     setup(&p, ia);
@@ -429,7 +386,7 @@ int main(int argc, char **argv)
     teardown(&p);
     int fds1 = peer_count_fds();
     printf("fds=%d/%d\n", fds0, fds1);
-    printf("done at=%.1fs\n", now_s() - g_t0);
+    printf("done at=%.1fs\n", test_now_s() - g_t0);
     if (fds1 != fds0)
         PEER_EXPECT(0, "descriptors: %d before dat_ia_open, %d after dat_ia_close", fds0, fds1);
     return rc != 0 || peer_failures != 0 ? 1 : 0;

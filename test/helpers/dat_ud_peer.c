@@ -96,16 +96,8 @@ static void open_peer(struct peer *p, char *ia_name)
     p->sbuf = calloc(1, p->mtu + 1);
     if (p->rbuf == NULL || p->sbuf == NULL)
         exit(1);
-    DAT_REGION_DESCRIPTION rd;
-    DAT_VLEN sz;
-    DAT_VADDR va;
-    DAT_RMR_CONTEXT rc;
-    rd.for_va = p->rbuf;
-    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, rlen, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &p->lr,
-                        &p->lcr, &rc, &sz, &va));
-    rd.for_va = p->sbuf;
-    PEER_MUST(dat_lmr_create(p->ia, DAT_MEM_TYPE_VIRTUAL, rd, p->mtu + 1, p->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
-                        &p->ls, &p->lcs, &rc, &sz, &va));
+    peer_register(p->ia, p->pz, p->rbuf, rlen, DAT_MEM_PRIV_ALL_FLAG, &p->lr, &p->lcr, NULL);
+    peer_register(p->ia, p->pz, p->sbuf, p->mtu + 1, DAT_MEM_PRIV_ALL_FLAG, &p->ls, &p->lcs, NULL);
     for (int i = 0; i < NRECV; i++)
         post_recv(p, i);
 }

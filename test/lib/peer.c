@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *peer_role = "?";
 int peer_failures;
@@ -115,4 +116,60 @@ int peer_count_fds(void)
         n++;
     closedir(d);
     return n - 3; /* ".", ".." and the directory's own descriptor */
+}
+
+DAT_DTO_COMPLETION_EVENT_DATA peer_wait_ok(DAT_EVD_HANDLE evd, const char *what)
+{
+    DAT_EVENT ev = peer_wait(evd, what);
+    DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
+    if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d.status != DAT_DTO_SUCCESS) {
+        printf("FAIL %s: %s: event 0x%x status %d\n", peer_role, what, ev.event_number, (int)d.status);
+        exit(1);
+    }
+    return d;
+}
+
+void peer_register(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, void *buf, DAT_VLEN len, DAT_MEM_PRIV_FLAGS priv,
+                   DAT_LMR_HANDLE *h, DAT_LMR_CONTEXT *lc, DAT_RMR_CONTEXT *rc)
+{
+    DAT_REGION_DESCRIPTION rd;
+    rd.for_va = buf;
+    DAT_VLEN sz;
+    DAT_VADDR va;
+    DAT_RMR_CONTEXT unused;
+    PEER_MUST(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, rd, len, pz, priv, DAT_VA_TYPE_VA, h, lc, rc ? rc : &unused, &sz,
+                             &va));
+}
+
+DAT_EP_ATTR peer_rc_attr(DAT_VLEN size, DAT_COUNT recvs, DAT_COUNT requests, DAT_COUNT iov, DAT_COUNT reads)
+{
+    DAT_EP_ATTR a;
+    memset(&a, 0, sizeof a);
+    a.service_type = DAT_SERVICE_TYPE_RC;
+    a.max_message_size = size;
+    a.max_rdma_size = size;
+    a.qos = DAT_QOS_BEST_EFFORT;
+    a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+    a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+    a.max_recv_dtos = recvs;
+    a.max_request_dtos = requests;
+    a.max_recv_iov = iov;
+    a.max_request_iov = iov;
+    a.max_rdma_read_in = reads;
+    a.max_rdma_read_out = reads;
+    a.max_rdma_read_iov = iov;
+    a.max_rdma_write_iov = iov;
+    return a;
+}
+
+long peer_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, res = 0;
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%ld %ld", &pages, &res) != 2)
+        res = 0;
+    fclose(f);
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
 }

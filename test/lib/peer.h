@@ -46,6 +46,21 @@ DAT_EVENT peer_wait(DAT_EVD_HANDLE evd, const char *what);
  * (PEER_FAIL style). */
 DAT_EVENT peer_wait_for(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER want, const char *what);
 
+/* A completion on evd, which must be a successful DTO completion; anything
+ * else prints "FAIL role: what: ..." and exits 1. */
+DAT_DTO_COMPLETION_EVENT_DATA peer_wait_ok(DAT_EVD_HANDLE evd, const char *what);
+
+/* Register len bytes at buf in pz with the rights priv (PEER_MUST;
+ * DAT_MEM_PRIV_ALL_FLAG: every right). rc may be NULL when the remote
+ * context is not wanted. */
+void peer_register(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, void *buf, DAT_VLEN len, DAT_MEM_PRIV_FLAGS priv,
+                   DAT_LMR_HANDLE *h, DAT_LMR_CONTEXT *lc, DAT_RMR_CONTEXT *rc);
+
+/* RC endpoint attributes: default completion flags, best-effort QoS, max
+ * message and RDMA size `size`, recv/request queue depths, `iov` segments
+ * for every kind of DTO, RDMA Read depth `reads` both ways. */
+DAT_EP_ATTR peer_rc_attr(DAT_VLEN size, DAT_COUNT recvs, DAT_COUNT requests, DAT_COUNT iov, DAT_COUNT reads);
+
 /* Small builders and lookups every data-transfer peer used to copy. */
 DAT_LMR_TRIPLET peer_triplet(DAT_LMR_CONTEXT lc, const void *addr, DAT_SEG_LENGTH len);
 DAT_DTO_COOKIE peer_cookie(uint64_t v);
@@ -53,6 +68,8 @@ DAT_DTO_COOKIE peer_cookie(uint64_t v);
 const DAT_IB_EXTENSION_EVENT_DATA *peer_ib_ext(const DAT_EVENT *ev);
 /* Descriptors this process holds (for leak checks), -1 if unknown. */
 int peer_count_fds(void);
+/* This process's resident memory in KiB (0 if unknown). */
+long peer_rss_kib(void);
 /* A provider-specific attribute's value, "(absent)" if it has none. */
 const char *peer_provider_attr(const DAT_PROVIDER_ATTR *pa, const char *name);
 

@@ -98,6 +98,9 @@ il_run() {
 il_start() {
     local log=$3
     il_cmd "$1" "$2" "${@:4}"
+    # Emptied here, not only by the background redirection: a caller that
+    # waits for a line in LOG (il_wait_log) must not find a previous run's.
+    : >"$log"
     (exec "${IL_CMD[@]}" >"$log" 2>&1 </dev/null) &
     IL_PID=$!
     il_pids+=("$IL_PID")

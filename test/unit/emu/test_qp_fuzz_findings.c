@@ -53,6 +53,11 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     return (ssize_t)n;
 }
 
+int emu_conn_last_words(struct emu_conn *c, const struct iovec *iov, int iovcnt)
+{
+    return iovcnt == 0 ? 0 : (int)emu_conn_writev(c, iov, iovcnt) < 0 ? -ENOTCONN : 0;
+}
+
 int emu_conn_fail(struct emu_conn *c, int err)
 {
     if (!c->failed)

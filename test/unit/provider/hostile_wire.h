@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test/lib/clock.h"
+
 /* RDMAP opcodes (RFC 5040 §4.3). */
 enum hw_op {
     HW_WRITE = 0x0,
@@ -177,24 +179,17 @@ static inline bool hw_send_all(int fd, const void *p, size_t n)
     return true;
 }
 
-static inline double hw_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Read exactly n bytes within ms; returns bytes read (< n: EOF, error or
  * timeout; *closed, if given, tells EOF or error from a timeout). */
 static inline size_t hw_recv_n2(int fd, void *p, size_t n, int ms, bool *closed)
 {
     uint8_t *b = p;
     size_t got = 0;
-    double end = hw_now() + ms / 1000.0;
+    double end = test_now_s() + ms / 1000.0;
     if (closed)
         *closed = false;
     while (got < n) {
-        int left = (int)((end - hw_now()) * 1000.0);
+        int left = (int)((end - test_now_s()) * 1000.0);
         if (left <= 0)
             break;
         struct pollfd pf = {.fd = fd, .events = POLLIN};
@@ -251,35 +246,54 @@ struct hw_term {
     bool eof; /* the connection ended after it (or without one) */
 };
 
+#define HW_FPDU_BODY_MAX 70000 /* a ULPDU of 65535, pad, CRC field */
+
+/* One FPDU: the ULPDU (DDP header first), its pad and CRC field into body
+ * (HW_FPDU_BODY_MAX bytes); returns ULPDU_Length, or -1 on EOF, error or
+ * timeout (*closed: EOF or error). */
+static inline long hw_recv_fpdu(int fd, uint8_t *body, int ms, bool *closed)
+{
+    uint8_t h[2];
+    if (hw_recv_n2(fd, h, 2, ms, closed) != 2)
+        return -1;
+    size_t ulpdu = (size_t)(h[0] << 8 | h[1]);
+    size_t rest = ulpdu + ((4 - (ulpdu + 2) % 4) % 4) + 4;
+    if (hw_recv_n2(fd, body, rest, ms, closed) != rest)
+        return -1;
+    return (long)ulpdu;
+}
+
+/* Is this FPDU body a Terminate? Then its triple into t. */
+static inline bool hw_is_terminate(const uint8_t *body, long ulpdu, struct hw_term *t)
+{
+    if (ulpdu < 20 || (body[0] & 0x80) || (body[1] & 0x0F) != HW_TERMINATE)
+        return false;
+    t->seen = true;
+    t->layer = body[18] >> 4;
+    t->etype = body[18] & 0x0F;
+    t->ecode = body[19];
+    return true;
+}
+
 /* Read FPDUs until a Terminate, EOF or ms pass. Other FPDUs (Read
  * Responses) are skipped by their length. */
 static inline struct hw_term hw_await_terminate(int fd, int ms)
 {
     struct hw_term t;
     memset(&t, 0, sizeof t);
-    double end = hw_now() + ms / 1000.0;
+    double end = test_now_s() + ms / 1000.0;
     for (int frames = 0; frames < 100000; frames++) {
-        int left = (int)((end - hw_now()) * 1000.0);
+        int left = (int)((end - test_now_s()) * 1000.0);
         if (left <= 0)
             return t;
-        uint8_t h[2];
+        static uint8_t body[HW_FPDU_BODY_MAX];
         bool closed;
-        if (hw_recv_n2(fd, h, 2, left, &closed) != 2) {
+        long ulpdu = hw_recv_fpdu(fd, body, left, &closed);
+        if (ulpdu < 0) {
             t.eof = closed;
             return t;
         }
-        size_t ulpdu = (size_t)(h[0] << 8 | h[1]);
-        size_t rest = ulpdu + ((4 - (ulpdu + 2) % 4) % 4) + 4;
-        static uint8_t body[70000];
-        if (rest > sizeof body || hw_recv_n2(fd, body, rest, left, &closed) != rest) {
-            t.eof = closed || rest > sizeof body;
-            return t;
-        }
-        if (ulpdu >= 20 && !(body[0] & 0x80) && (body[1] & 0x0F) == HW_TERMINATE) {
-            t.seen = true;
-            t.layer = body[18] >> 4;
-            t.etype = body[18] & 0x0F;
-            t.ecode = body[19];
+        if (hw_is_terminate(body, ulpdu, &t)) {
             uint8_t x;
             hw_recv_n2(fd, &x, 1, 3000, &t.eof);
             return t;

@@ -3,16 +3,11 @@
  * loopback connection (rc_pair.h). The faults are set with
  * emu_fault_configure, as SOFTDAT_FAULT would set them. */
 #include "emu/fault.h"
+#include "test/lib/clock.h"
 #include "test/lib/rc_pair.h"
 
 #include <time.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* create=nth:2: the second object creation fails, the others work. */
 START_TEST(create_fails)
@@ -94,9 +89,9 @@ START_TEST(refuse_then_delay)
     ck_assert_dat_ok(c->p->ep_free_func(cep));
     emu_fault_configure("connect_delay_ms=300");
     cep = rp_ep(c, &a);
-    double t0 = now_s();
+    double t0 = test_now_s();
     DAT_EP_HANDLE sep = rp_connect(&x, cep, &a);
-    double took = now_s() - t0;
+    double took = test_now_s() - t0;
     ck_assert_msg(took >= 0.29, "connected after %.3f s, delay 300 ms", took);
     emu_fault_configure(NULL);
     (void)sep;
@@ -167,11 +162,11 @@ START_TEST(completion_delay)
     DAT_LMR_TRIPLET rt = rp_tri(s->lc, s->buf, 64);
     ck_assert_dat_ok(s->p->ep_post_recv_func(x.sep, 1, &rt, rp_ck(1), 0));
     emu_fault_configure("completion_delay_us=40000");
-    double t0 = now_s();
+    double t0 = test_now_s();
     DAT_LMR_TRIPLET t = rp_tri(c->lc, c->buf, 8);
     ck_assert_dat_ok(c->p->ep_post_send_func(x.cep, 1, &t, rp_ck(2), 0));
     ck_assert_int_eq(rp_dto(c, c->req).status, DAT_DTO_SUCCESS);
-    double took = now_s() - t0;
+    double took = test_now_s() - t0;
     ck_assert_int_eq(rp_dto(s, s->rcv).status, DAT_DTO_SUCCESS);
     emu_fault_configure(NULL);
     ck_assert_msg(took >= 0.039, "completion after %.3f s, delay 40 ms", took);
