@@ -1,6 +1,8 @@
 /* test/lib/conn_fixture.h: engines, recording sinks and listeners for the emu/conn tests. */
 #include "test/lib/conn_fixture.h"
 
+#include "test/lib/clock.h"
+
 void side_init(struct side *s)
 {
     memset(s, 0, sizeof *s);
@@ -70,13 +72,7 @@ const struct emu_conn_ops ops_rx = {.event = on_event, .rx = on_rx, .detach = on
 
 void deadline(struct timespec *ts, int ms)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    test_deadline(ts, ms);
 }
 
 bool side_wait(struct side *s, int n, int ms)

@@ -1,6 +1,8 @@
 /* test/lib/qp_pair.h: a connected QP pair for the emu/qp tests. */
 #include "test/lib/qp_pair.h"
 
+#include "test/lib/clock.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -146,13 +148,7 @@ static const struct emu_listener_ops qp_lops = {.request = on_request};
 
 void qp_deadline(struct timespec *ts, int ms)
 {
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    test_deadline(ts, ms);
 }
 
 
