@@ -514,14 +514,18 @@ static void est_readable(struct emu_conn *c)
         finish(c, EMU_CONN_BROKEN, rc < 0 ? -rc : EPROTO, true);
 }
 
-/* The rx hook again, reading or not: after a pause, or on a kick. */
+/* The rx hook again, reading or not: after a pause, or on a kick. The
+ * read watch goes back on only once the hook reads again: a QP still
+ * leased to a polling consumer answers PAUSE at once, and re-adding the
+ * watch just to drop it again cost two epoll_ctl calls per timer tick. */
 static void rx_again(struct emu_conn *c)
 {
     if (gone(c) || (c->state != CS_EST && c->state != CS_CLOSING))
         return;
     emu_timer_cancel(c->rx_timer);
-    conn_watch(c, EMU_EV_READ, 0);
     est_readable(c);
+    if (!gone(c) && (c->state == CS_EST || c->state == CS_CLOSING) && !emu_timer_pending(c->rx_timer))
+        conn_watch(c, EMU_EV_READ, 0);
 }
 
 static void conn_rx_again(void *arg)

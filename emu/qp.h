@@ -177,7 +177,7 @@ void emu_qp_destroy(struct emu_qp *qp);
  * call emu_qp_tx (the owner keeps .event). conn_id identifies the
  * connection for window scope. Work queued before attach starts now. */
 int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id);
-int emu_qp_rx(struct emu_qp *qp, int fd);
+int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd);
 void emu_qp_tx(struct emu_qp *qp);
 /* The owner's emu_conn_ops.detach must call this (and the owner calls it
  * itself before emu_conn_free): consumer threads in emu_qp_progress stop

@@ -20,6 +20,7 @@
 #define QP_POLL_GAP_US 5u               /* polling passes further apart (time the polling
                                            thread spent outside them and its posts) start a new run */
 #define QP_POLL_HOT_US 50u              /* a run this long earns the lease (emu_qp_poll_lease) */
+#define QP_LEASE_LOOK_MAX_US 4000u     /* the engine looks at a renewed lease at least this often */
 #define QP_DEFER_US 10u                 /* a kept probe answer waits this long for bytes to ride with, */
 #define QP_DEFER_RECENT_US 200u         /* on a QP that posted this recently (it answers, ping-pong) */
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
@@ -290,6 +291,7 @@ struct qp_poll {
     atomic_bool engine_parked;  /* the engine paused reading for a lease, its timer armed */
     atomic_bool rx_held;        /* input waits in the QP (RNR stall), not in the socket */
     _Atomic uint64_t last_post_us; /* emu_now_us() of the last send-queue post */
+    unsigned looks;             /* engine only: leases found renewed in a row */
 };
 
 /* Lock order: rx.lock -> tx.lock; rx.lock -> rq.lock / SRQ lock. tx.lock

@@ -224,10 +224,9 @@ static void ep_conn_event(struct emu_conn *c, const struct emu_conn_event *ev, v
 
 static int ep_conn_rx(struct emu_conn *c, int fd, void *ctx)
 {
-    (void)c;
     struct sd_ep *ep = ctx;
     /* Without a QP (being rebuilt by ep_modify) nobody may consume bytes. */
-    return ep->qp != NULL ? emu_qp_rx(ep->qp, fd) : -ENOTCONN;
+    return ep->qp != NULL ? emu_qp_rx(ep->qp, c, fd) : -ENOTCONN;
 }
 
 static void ep_conn_tx(struct emu_conn *c, void *ctx)

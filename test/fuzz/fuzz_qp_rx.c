@@ -396,7 +396,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (w <= 0)
             break; /* the QP stopped reading and the socket is full */
         off += (size_t)w;
-        int rc = emu_qp_rx(qp, sv[1]);
+        int rc = emu_qp_rx(qp, NULL, sv[1]);
         if (c.want_tx)
             emu_qp_tx(qp);
         /* Receiver not ready (rnr_retry 7): the header waits; a new receive
@@ -404,7 +404,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int k = 0; rc == EMU_RX_PAUSE && k < 4; k++) {
             if (post_recv(qp, srq, &x, nrecv++, fl) != 0)
                 break;
-            rc = emu_qp_rx(qp, sv[1]);
+            rc = emu_qp_rx(qp, NULL, sv[1]);
             if (c.want_tx)
                 emu_qp_tx(qp);
         }

@@ -105,7 +105,7 @@ static void on_event(struct emu_conn *c, const struct emu_conn_event *ev, void *
     unlock();
 }
 
-static int on_rx(struct emu_conn *c, int fd, void *ctx) { return emu_qp_rx(P.qp, fd); }
+static int on_rx(struct emu_conn *c, int fd, void *ctx) { return emu_qp_rx(P.qp, c, fd); }
 static void on_tx(struct emu_conn *c, void *ctx) { emu_qp_tx(P.qp); }
 static void on_detach(struct emu_conn *c, void *ctx) { emu_qp_detach(P.qp); }
 static const struct emu_conn_ops cops = {on_event, on_rx, on_tx, on_detach};

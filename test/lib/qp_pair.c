@@ -95,7 +95,7 @@ static int on_rx(struct emu_conn *c, int fd, void *ctx)
     (void)c;
     struct qp_side *s = ctx;
     if (!s->raw)
-        return emu_qp_rx(s->qp, fd);
+        return emu_qp_rx(s->qp, c, fd);
     qp_lock(s);
     int rc = EMU_RX_OK;
     for (;;) {

@@ -166,7 +166,7 @@ static int peer_sends(const struct emu_ddp_hdr *h)
     size_t tl = emu_fpdu_build_trailer(hb, hl, NULL, 0, false, tb);
     ck_assert_int_eq(write(R.sv[0], hb, hl), (ssize_t)hl);
     ck_assert_int_eq(write(R.sv[0], tb, tl), (ssize_t)tl);
-    return emu_qp_rx(R.qp, R.sv[1]);
+    return emu_qp_rx(R.qp, NULL, R.sv[1]);
 }
 
 /* The first FPDU the QP sent, decoded (our parser must accept it). */
