@@ -92,8 +92,8 @@ static void on_event(struct emu_conn *c, const struct emu_conn_event *ev, void *
 
 static int on_rx(struct emu_conn *c, int fd, void *ctx)
 {
-    (void)c;
     struct qp_side *s = ctx;
+    atomic_fetch_add(&s->rx_hook_calls, 1);
     if (!s->raw)
         return emu_qp_rx(s->qp, c, fd);
     qp_lock(s);

@@ -33,6 +33,7 @@ struct qp_side {
     struct emu_cqe *scq, *rcq;
     int ns, nr;
     atomic_int nr_atomic;
+    atomic_int rx_hook_calls;   /* the engine's rx hook runs (reads or lease looks) */
     int established, terminal, term_type, term_err;
     bool fatal;
     struct emu_qp_fatal f;

@@ -7,6 +7,7 @@
 #include "emu/mem.h"
 #include "emu/qp.h"
 #include "emu/wire_io.h"
+#include "test/lib/clock.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -173,6 +174,79 @@ START_TEST(t_progress_many)
     ck_assert_int_ge(made, 1);
     ck_assert(QP_WAIT_FOR(&B, B.nr > nr0));
     ck_assert_uint_eq(B.rcq[nr0].cookie, 41);
+    ck_assert_int_eq(memcmp(src, dst, sizeof src), 0);
+    qp_pair_down();
+}
+END_TEST
+
+/* The pass right after one that read is skipped once (it would find the
+ * socket just drained; in Open MPI's loop it sat between the data placed
+ * and the application seeing it); the pass after it reads again. */
+START_TEST(t_progress_skips_once_after_read)
+{
+    qp_pair_up();
+    uint8_t src[64], d1[64], d2[64];
+    qp_fill(src, sizeof src, 3);
+    ck_assert_int_eq(emu_qp_post_recv(B.qp, 1, 1, &(struct emu_sge){d1, sizeof d1}), 0);
+    ck_assert_int_eq(emu_qp_post_recv(B.qp, 2, 1, &(struct emu_sge){d2, sizeof d2}), 0);
+    struct emu_qp *both[2] = {A.qp, B.qp};
+    qp_stall(&B);
+    ck_assert_int_eq(qp_post_send(&A, 1, src, sizeof src, 0), 0);
+    int made = 0;
+    for (int i = 0; i < 200000 && made == 0; i++) /* bounded */
+        made += emu_qp_progress_many(both, 2);
+    ck_assert_int_eq(made, 1);
+    ck_assert_int_eq(qp_post_send(&A, 2, src, sizeof src, 0), 0);
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= 2)); /* both Sends are in B's socket */
+    ck_assert_int_eq(emu_qp_progress_many(both, 2), 0); /* skipped */
+    made = 0;
+    for (int i = 0; i < 200000 && made == 0; i++)
+        made += emu_qp_progress_many(both, 2);
+    qp_unstall();
+    ck_assert_int_eq(made, 1);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 2));
+    ck_assert_int_eq(memcmp(src, d2, sizeof src), 0);
+    qp_pair_down();
+}
+END_TEST
+
+/* A consumer that keeps its lease renewed for 300 ms costs the engine a
+ * few looks, not one per lease period (600 at 500 µs): each look is a
+ * wake-up that preempts the spinning consumer on a busy machine. Once the
+ * consumer stops, the engine reads again on its own. */
+START_TEST(t_lease_engine_looks_back_off)
+{
+    qp_pair_up();
+    enum { MSGS = 100 };
+    uint8_t src[64], dst[64];
+    qp_fill(src, sizeof src, 5);
+    for (int i = 0; i <= MSGS; i++)
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst, sizeof dst}), 0);
+    int hooks0 = atomic_load(&B.rx_hook_calls);
+    /* B polls without pause for 300 ms while A sends every 3 ms: the
+     * traffic is what shows the engine the lease. */
+    double start = test_now_s(), next = start;
+    int sent = 0;
+    while (test_now_s() < start + 0.3) {
+        if (sent < MSGS && test_now_s() >= next) {
+            ck_assert_int_eq(qp_post_send(&A, (uint64_t)sent, src, sizeof src, 0), 0);
+            sent++;
+            next += 0.003;
+        }
+        emu_qp_poll_lease(B.qp, 500, emu_now_us());
+        emu_qp_progress(B.qp);
+        emu_qp_poll_pass_end();
+    }
+    int looks = atomic_load(&B.rx_hook_calls) - hooks0;
+    /* Without the back-off: ~600 looks. With it: 500 µs doubling to 4 ms,
+     * ~80. A consumer too slow to earn the lease (sanitizers) leaves the
+     * engine one call per message. */
+    ck_assert_int_lt(looks, 250);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= sent));
+    /* The consumer has stopped: the engine alone receives the last one. */
+    ck_assert_int_eq(qp_post_send(&A, 999, src, sizeof src, 0), 0);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= sent + 1));
+    ck_assert_uint_eq(B.rcq[sent].cookie, (uint64_t)sent);
     ck_assert_int_eq(memcmp(src, dst, sizeof src), 0);
     qp_pair_down();
 }
@@ -1226,6 +1300,8 @@ static Suite *suite(void)
     tcase_add_test(tc, t_probes_batch_small_messages);
     tcase_add_test(tc, t_wire_observer);
     tcase_add_test(tc, t_progress_many);
+    tcase_add_test(tc, t_progress_skips_once_after_read);
+    tcase_add_test(tc, t_lease_engine_looks_back_off);
     tcase_add_test(tc, t_send_multi_sge);
     tcase_add_test(tc, t_send_many);
     tcase_add_test(tc, t_recv_too_small);
