@@ -889,6 +889,7 @@ void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
     pthread_mutex_unlock(&qp->tx.lock);
     pthread_mutex_lock(&qp->rx.lock);
     out->rx_bytes = qp->rx.bytes;
+    out->rx_bytes_in_place = qp->rx.bytes_in_place;
     out->rx_fpdus = qp->rx.fpdus;
     out->rnr_stalls = qp->rx.rnr_stalls;
     pthread_mutex_unlock(&qp->rx.lock);

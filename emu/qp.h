@@ -241,6 +241,7 @@ struct emu_qp_stats {
     uint32_t send_outstanding, recv_posted;
     uint16_t ird, ord;           /* negotiated */
     uint64_t tx_bytes, rx_bytes, tx_fpdus, rx_fpdus;
+    uint64_t rx_bytes_in_place;  /* payload read from the socket straight into place (no copy) */
     uint64_t rnr_stalls;         /* times the receive side waited for a receive */
     uint64_t placement_probes;   /* zero-length Reads sent to confirm placement */
 };

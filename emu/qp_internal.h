@@ -14,6 +14,8 @@
 
 #define QP_PF_SIZE (64u * 1024u)        /* receive prefetch buffer */
 #define QP_DIRECT_MIN (16u * 1024u)     /* payload >= this is read in place */
+#define QP_PF_FIRST 1024u               /* a pass's first read on a stream of large payloads */
+#define QP_LARGE_RUN 64u                /* small FPDUs in a row that end such a stream */
 #define QP_DIRECT_TAIL 256u             /* prefetch bytes read behind it: trailer + next header */
 #define QP_RX_ORDERED_TAIL 64u          /* last bytes of each copy stored in address order (qp_rx.c) */
 #define QP_RX_CQES 32u                  /* receive completions held until a qp_rx_run ends */
@@ -270,10 +272,12 @@ struct qp_rx {
     uint64_t rresp_off;
     uint8_t *pf;                /* prefetch buffer */
     uint32_t pf_off, pf_len;
+    uint32_t small_run;         /* FPDUs since the last payload >= QP_DIRECT_MIN (capped) */
     uint32_t ncomp;             /* completions produced (for progress) */
     struct emu_cqe rxc[QP_RX_CQES]; /* receive completions of this qp_rx_run, delivered at its end */
     uint32_t rxc_n;
     uint64_t bytes, fpdus;
+    uint64_t bytes_in_place;    /* of bytes: read straight into the target */
     struct {                    /* what qp_rx_fail acts on (qp_rx_op.c) */
         struct emu_term t;      /* the Terminate to send, or the peer's */
         bool remote;            /* the peer's Terminate */

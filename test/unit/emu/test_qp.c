@@ -439,6 +439,40 @@ START_TEST(t_write_then_send)
 }
 END_TEST
 
+/* Open MPI's pipeline: 128 KiB Writes one at a time, each read by a
+ * receiver that has drained its socket. Each pass's first read stops
+ * short, so the payload is read in place instead of half of it being
+ * copied through the prefetch buffer (it was ~50 %). */
+START_TEST(t_large_writes_read_in_place)
+{
+    qp_pair_up();
+    enum { LEN = 128 * 1024, ROUNDS = 16 };
+    uint8_t *tgt = calloc(1, LEN), *src = malloc(LEN);
+    struct emu_mr *mr;
+    uint32_t stag = qp_reg(&B, tgt, LEN, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE, &mr);
+    uint8_t d[8];
+    struct emu_qp_stats st0, st;
+    emu_qp_get_stats(B.qp, &st0);
+    for (int round = 0; round < ROUNDS; round++) {
+        qp_fill(src, LEN, 70 + (unsigned)round);
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, 1, 1, &(struct emu_sge){d, 8}), 0);
+        ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_WRITE, 1, src, LEN, stag, (uintptr_t)tgt, 0), 0);
+        ck_assert_int_eq(qp_post_send(&A, 2, d, 0, 0), 0);
+        ck_assert(QP_WAIT_FOR(&B, B.nr == round + 1));
+        ck_assert_int_eq(memcmp(tgt, src, LEN), 0);
+    }
+    emu_qp_get_stats(B.qp, &st);
+    uint64_t payload = (uint64_t)ROUNDS * LEN, in_place = st.rx_bytes_in_place - st0.rx_bytes_in_place;
+    ck_assert_uint_ge(st.rx_bytes - st0.rx_bytes, payload);
+    ck_assert_msg(in_place * 10 >= payload * 9, "%llu of %llu payload bytes read in place",
+                  (unsigned long long)in_place, (unsigned long long)payload);
+    emu_mem_mr_free(mr, 1000);
+    free(tgt);
+    free(src);
+    qp_pair_down();
+}
+END_TEST
+
 enum werr { WE_STAG, WE_PZ, WE_ACCESS, WE_BOUNDS };
 
 static void write_error(enum werr kind)
@@ -1308,6 +1342,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_no_recv_posted);
     tcase_add_test(tc, t_write);
     tcase_add_test(tc, t_write_then_send);
+    tcase_add_test(tc, t_large_writes_read_in_place);
     tcase_add_test(tc, t_write_bad_stag);
     tcase_add_test(tc, t_write_bad_pz);
     tcase_add_test(tc, t_write_no_access);
