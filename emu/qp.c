@@ -253,6 +253,7 @@ static void tx_clear(struct emu_qp *qp)
     qp->tx.unacked = 0;
     qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
     qp->tx.uncovered_bytes = 0;
+    qp->tx.probe_was_large = false;
     memset(&qp->tx.cur, 0, sizeof qp->tx.cur);
     qp_tx_batch_reset(&qp->tx.tb);
 }

@@ -311,8 +311,8 @@ static bool probe_due(const struct emu_qp *qp, bool sq_dry)
     if (qp->link.caps != 0 ? qp->orq.probes_out >= QP_PROBES_MAX
                       : qp->orq.probes_out > 0 || qp->orq.reads_out >= qp->link.ord)
         return false;
-    if (qp->orq.probes_out > 0 && qp->tx.uncovered_bytes < QP_PROBE_BATCH_BYTES &&
-        (uint32_t)uncovered * 4 < qp->tx.sq_cap)
+    if (qp->orq.probes_out > 0 && !qp->tx.probe_was_large &&
+        qp->tx.uncovered_bytes < QP_PROBE_BATCH_BYTES && (uint32_t)uncovered * 4 < qp->tx.sq_cap)
         return false; /* the answer to the probe out brings the next one (rresp_finish) */
     return sq_dry || (uint32_t)uncovered * 2 >= qp->tx.sq_cap;
 }
@@ -348,6 +348,7 @@ static bool start_probe(struct emu_qp *qp)
     c->kind = TXK_PROBE;
     *orq_at(qp, qp->orq.tail++) = (struct rd_ent){.idx = qp->tx.sq_tx, .probe = true, .stag = stag};
     qp->orq.probes_out++;
+    qp->tx.probe_was_large = qp->tx.uncovered_bytes >= QP_PROBE_BATCH_BYTES;
     cover_upto(qp, qp->tx.sq_tx);
     qp->orq.probes++;
     return true;

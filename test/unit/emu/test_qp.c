@@ -112,6 +112,62 @@ START_TEST(t_probes_batch_small_messages)
 }
 END_TEST
 
+/* A small Send behind a large Write's unanswered probe carries a probe of
+ * its own in the same writev, instead of waiting for the Write's answer
+ * and then sending its probe alone (a Read Request FPDU, 52 bytes, in a
+ * system call of its own: Open MPI's FIN behind a pipeline fragment). */
+static atomic_int bare_probes;
+
+static void count_bare_probes(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir,
+                              const struct msghdr *mh, size_t len, uint64_t began_ns)
+{
+    (void)ctx;
+    (void)ep;
+    (void)fd;
+    (void)mh;
+    (void)began_ns;
+    if (dir == EMU_WIRE_TX && len == 52)
+        atomic_fetch_add(&bare_probes, 1);
+}
+
+START_TEST(t_probe_not_held_behind_large_write)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true;
+    qp_pair_up_cfg(&ib, &ib, EMU_CRC_DEFAULT);
+    enum { WLEN = 40 * 1024 };
+    static uint8_t small[64], rbuf[64];
+    uint8_t *src = malloc(WLEN), *dst = malloc(WLEN);
+    qp_fill(src, WLEN, 4);
+    struct emu_mr *mr;
+    uint32_t stag = qp_reg(&B, dst, WLEN, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE, &mr);
+    ck_assert_int_eq(emu_qp_post_recv(B.qp, 1, 1, &(struct emu_sge){rbuf, sizeof rbuf}), 0);
+    static const struct emu_wire_observer obs = {count_bare_probes, NULL, NULL};
+    struct emu_qp_stats st0, st1;
+    emu_qp_get_stats(A.qp, &st0);
+    qp_stall(&B); /* the Write's probe stays unanswered */
+    atomic_store(&bare_probes, 0);
+    emu_wire_observe(&obs);
+    ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_WRITE, 1, src, WLEN, stag, (uintptr_t)dst, 0), 0);
+    ck_assert_int_eq(qp_post_send(&A, 2, small, sizeof small, 0), 0);
+    qp_unstall();
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= 2));
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 1));
+    emu_wire_observe(NULL);
+    emu_qp_get_stats(A.qp, &st1);
+    ck_assert_uint_eq(st1.placement_probes - st0.placement_probes, 2);
+    int bare = atomic_load(&bare_probes);
+    ck_assert_int_eq(bare, 0);
+    ck_assert_int_eq(A.scq[0].status, EMU_WC_SUCCESS);
+    ck_assert_int_eq(A.scq[1].status, EMU_WC_SUCCESS);
+    ck_assert_int_eq(memcmp(src, dst, WLEN), 0);
+    ck_assert_int_eq(emu_mem_mr_free(mr, 1000), EMU_MEM_OK);
+    free(src);
+    free(dst);
+    qp_pair_down();
+}
+END_TEST
+
 /* emu/wire_io.h: the observer sees every byte sent and received, the
  * handshake included: once the traffic settles, the bytes it saw leave
  * (both sides live in this process) are the bytes it saw arrive, and the
@@ -1332,6 +1388,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, t_send_sizes);
     tcase_add_test(tc, t_probes_batch_small_messages);
+    tcase_add_test(tc, t_probe_not_held_behind_large_write);
     tcase_add_test(tc, t_wire_observer);
     tcase_add_test(tc, t_progress_many);
     tcase_add_test(tc, t_progress_skips_once_after_read);
