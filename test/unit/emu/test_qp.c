@@ -112,24 +112,29 @@ START_TEST(t_probes_batch_small_messages)
 }
 END_TEST
 
-/* A small Send behind a large Write's unanswered probe carries a probe of
- * its own in the same writev, instead of waiting for the Write's answer
- * and then sending its probe alone (a Read Request FPDU, 52 bytes, in a
- * system call of its own: Open MPI's FIN behind a pipeline fragment). */
+/* A wire observer for the tests below: the bytes each direction carried,
+ * and the sends of 52 bytes exactly (a Read Request FPDU alone: a
+ * placement probe in a system call of its own). */
+static _Atomic uint64_t obs_bytes[2]; /* [EMU_WIRE_TX / RX] */
 static atomic_int bare_probes;
 
-static void count_bare_probes(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir,
-                              const struct msghdr *mh, size_t len, uint64_t began_ns)
+static void obs_bytes_cb(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir,
+                         const struct msghdr *mh, size_t len, uint64_t began_ns)
 {
     (void)ctx;
-    (void)ep;
+    (void)began_ns;
     (void)fd;
     (void)mh;
-    (void)began_ns;
+    if (ep)
+        atomic_fetch_add(&obs_bytes[dir], len);
     if (dir == EMU_WIRE_TX && len == 52)
         atomic_fetch_add(&bare_probes, 1);
 }
 
+/* A small Send behind a large Write's unanswered probe carries a probe of
+ * its own in the same writev, instead of waiting for the Write's answer
+ * and then sending its probe alone (a Read Request FPDU, 52 bytes, in a
+ * system call of its own: Open MPI's FIN behind a pipeline fragment). */
 START_TEST(t_probe_not_held_behind_large_write)
 {
     struct qpcfg ib = qp_defcfg;
@@ -142,7 +147,7 @@ START_TEST(t_probe_not_held_behind_large_write)
     struct emu_mr *mr;
     uint32_t stag = qp_reg(&B, dst, WLEN, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE, &mr);
     ck_assert_int_eq(emu_qp_post_recv(B.qp, 1, 1, &(struct emu_sge){rbuf, sizeof rbuf}), 0);
-    static const struct emu_wire_observer obs = {count_bare_probes, NULL, NULL};
+    static const struct emu_wire_observer obs = {obs_bytes_cb, NULL, NULL};
     struct emu_qp_stats st0, st1;
     emu_qp_get_stats(A.qp, &st0);
     qp_stall(&B); /* the Write's probe stays unanswered */
@@ -172,18 +177,7 @@ END_TEST
  * handshake included: once the traffic settles, the bytes it saw leave
  * (both sides live in this process) are the bytes it saw arrive, and the
  * QP's data bytes are among them. */
-static _Atomic uint64_t obs_bytes[2]; /* [EMU_WIRE_TX / RX] */
 
-static void obs_bytes_cb(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir,
-                         const struct msghdr *mh, size_t len, uint64_t began_ns)
-{
-    (void)ctx;
-    (void)began_ns;
-    (void)fd;
-    (void)mh;
-    if (ep)
-        atomic_fetch_add(&obs_bytes[dir], len);
-}
 
 START_TEST(t_wire_observer)
 {
