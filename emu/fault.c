@@ -23,7 +23,9 @@ static struct {
     struct rule rule[EMU_FAULT_KINDS];
     uint64_t seen[EMU_FAULT_KINDS];
     uint64_t rng;
-    uint64_t connect_delay_us, completion_delay_us;
+    /* read without the lock on the data path (a reconfiguration may run
+     * while an engine thread completes work: the tests do it) */
+    _Atomic uint64_t connect_delay_us, completion_delay_us;
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_bool g_active;
@@ -77,11 +79,11 @@ static bool apply(char *item)
         return true;
     }
     if (strcmp(k, "connect_delay_ms") == 0 && parse_u64(v, 3600000, &n)) {
-        g.connect_delay_us = n * 1000;
+        atomic_store_explicit(&g.connect_delay_us, n * 1000, memory_order_relaxed);
         return true;
     }
     if (strcmp(k, "completion_delay_us") == 0 && parse_u64(v, 10000000, &n)) {
-        g.completion_delay_us = n;
+        atomic_store_explicit(&g.completion_delay_us, n, memory_order_relaxed);
         return true;
     }
     return false;
@@ -93,7 +95,8 @@ static int configure(const char *spec)
     memset(g.rule, 0, sizeof g.rule);
     memset(g.seen, 0, sizeof g.seen);
     g.rng = 1;
-    g.connect_delay_us = g.completion_delay_us = 0;
+    atomic_store_explicit(&g.connect_delay_us, 0, memory_order_relaxed);
+    atomic_store_explicit(&g.completion_delay_us, 0, memory_order_relaxed);
     int bad = 0;
     if (spec != NULL && *spec != '\0') {
         char *copy = strdup(spec);
@@ -151,8 +154,9 @@ bool emu_fault_hit(enum emu_fault_kind kind)
     pthread_mutex_lock(&g.mu);
     const struct rule *r = &g.rule[kind];
     bool hit = false;
+    uint64_t n = 0;
     if (r->t != T_NONE) {
-        uint64_t n = ++g.seen[kind];
+        n = ++g.seen[kind];
         switch (r->t) {
         case T_NTH: hit = n == r->n; break;
         case T_EVERY: hit = n % r->n == 0; break;
@@ -163,16 +167,16 @@ bool emu_fault_hit(enum emu_fault_kind kind)
     }
     pthread_mutex_unlock(&g.mu);
     if (hit)
-        SD_INFO("fault", "injected: %s (occurrence %llu)", kind_key[kind], (unsigned long long)g.seen[kind]);
+        SD_INFO("fault", "injected: %s (occurrence %llu)", kind_key[kind], (unsigned long long)n);
     return hit;
 }
 
 uint64_t emu_fault_connect_delay_us(void)
 {
-    return emu_fault_active() ? g.connect_delay_us : 0;
+    return emu_fault_active() ? atomic_load_explicit(&g.connect_delay_us, memory_order_relaxed) : 0;
 }
 
 uint64_t emu_fault_completion_delay_us(void)
 {
-    return emu_fault_active() ? g.completion_delay_us : 0;
+    return emu_fault_active() ? atomic_load_explicit(&g.completion_delay_us, memory_order_relaxed) : 0;
 }

@@ -2,6 +2,7 @@
  * real operations on a loopback connection move exactly the counters that
  * name them; reset zeroes; the argument errors; the open query object. */
 #include <stdarg.h>
+#include <stdlib.h>
 
 #include <dat2/dat_ib_extensions.h>
 
@@ -184,7 +185,11 @@ START_TEST(connect_retries_counted)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ck_assert_dat_ok(p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, port, 5000000, 0, NULL, DAT_QOS_BEST_EFFORT,
                                         DAT_CONNECT_DEFAULT_FLAG));
-    struct timespec ts = {0, 30 * 1000000};
+    /* Listen 200 ms later (the retries go on for 10 s: main sets
+     * SOFTDAT_CONNECT_RETRY_MS): 30 ms was too short for the first attempt
+     * to be made on a loaded host under TSan, and it then found the
+     * listener at once. */
+    struct timespec ts = {0, 200 * 1000000};
     nanosleep(&ts, NULL);
     ck_assert_dat_ok(p->psp_create_func(s.ia, port, s.cr, DAT_PSP_CONSUMER_FLAG, &psp));
     DAT_EVENT ev = rp_wait(&s, s.cr, DAT_CONNECTION_REQUEST_EVENT);
@@ -199,6 +204,7 @@ END_TEST
 
 int main(void)
 {
+    setenv("SOFTDAT_CONNECT_RETRY_MS", "10000", 1); /* connect_retries_counted */
     Suite *s = suite_create("provider-counters");
     TCase *tc = tcase_create("counters");
     tcase_set_timeout(tc, 30);
