@@ -146,6 +146,10 @@ bool sd_ep_configured_locked(const struct sd_ep *ep);
 DAT_UINT32 sd_ep_state_subtype(DAT_EP_STATE s);
 /* ep_cm.c: the emu_conn hooks of an EP's connection (ctx = the EP). */
 extern const struct emu_conn_ops sd_ep_conn_ops;
+/* Tests: when set, called on the engine thread once an EP's connection is
+ * established and consumer threads may drive its receive side, before the
+ * ESTABLISHED event is posted, to hold that moment open. */
+extern void (*sd_ep_test_established_hook)(struct sd_ep *ep);
 uint64_t sd_ep_next_conn_id(void);
 /* ep_cm.c, ep->lock held and the connect's checks passed: ep becomes the
  * active side of a new connection to peer (port), *prm its parameters

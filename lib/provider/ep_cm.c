@@ -129,6 +129,8 @@ static void store_pdata(struct sd_ep *ep, const void *pd, uint16_t len)
     ep->ev_pdata_len = pd != NULL ? len : 0;
 }
 
+void (*sd_ep_test_established_hook)(struct sd_ep *ep);
+
 static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct emu_conn_event *ev)
 {
     struct emu_conn_info info;
@@ -163,13 +165,22 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
             emu_conn_fail(c, -r);
             return;
         }
-        sd_progress_add(ep); /* waiters on its EVDs may now drive its receive side */
     }
+    /* CONNECTED before any consumer thread may drive the receive side
+     * (sd_progress_add): a consumer waiting on the receive EVD can complete
+     * a receive the moment it is registered, and answer it at once with a
+     * Send, which the EP must then accept. The other order left a window in
+     * which that Send met COMPLETION_PENDING (finding S2,
+     * docs/reliability.md). */
     pthread_mutex_lock(&ep->lock);
     report = !ep->aborting && ep->state != DAT_EP_STATE_DISCONNECTED;
     if (report)
         sd_ep_set_state(ep, DAT_EP_STATE_CONNECTED);
     pthread_mutex_unlock(&ep->lock);
+    if (ep->qp != NULL)
+        sd_progress_add(ep); /* waiters on its EVDs may now drive its receive side */
+    if (sd_ep_test_established_hook != NULL)
+        sd_ep_test_established_hook(ep);
     if (report)
         post_conn_event(ep, evd, DAT_CONNECTION_EVENT_ESTABLISHED, true);
 }

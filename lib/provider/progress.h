@@ -11,7 +11,8 @@
  * Each EVD that can receive DTO completions embeds a struct
  * sd_progress_set: the QPs of the connected EPs whose recv_evd or
  * request_evd it is. Registration (sd_progress_add) happens when the QP is
- * attached to its established connection (ep_cm.c); removal
+ * attached to its established connection and the EP is CONNECTED (ep_cm.c:
+ * a receive a consumer completes may be answered at once); removal
  * (sd_progress_remove) on the terminal event and at EP free, always before
  * the QP can be destroyed. Removal waits for a consumer pass over that set
  * to finish (a pass never blocks on anything the remover holds: engine

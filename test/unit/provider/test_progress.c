@@ -352,6 +352,128 @@ START_TEST(pingpong_wait_engines_live)
 }
 END_TEST
 
+/* ------------------------------------------------------------ established */
+
+/* Holds the engine thread of the EP `ep` in on_established at the hook
+ * (sd_ep_test_established_hook) until released, bounded. */
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct sd_ep *ep;
+    bool entered, release;
+} g_hold = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, false, false};
+
+static void hold_established(struct sd_ep *ep)
+{
+    pthread_mutex_lock(&g_hold.mu);
+    if (ep == g_hold.ep) {
+        g_hold.entered = true;
+        pthread_cond_broadcast(&g_hold.cv);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 10;
+        while (!g_hold.release && pthread_cond_timedwait(&g_hold.cv, &g_hold.mu, &until) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&g_hold.mu);
+}
+
+static void hold_release(void)
+{
+    pthread_mutex_lock(&g_hold.mu);
+    g_hold.release = true;
+    pthread_cond_broadcast(&g_hold.cv);
+    pthread_mutex_unlock(&g_hold.mu);
+}
+
+/* Finding S2 (docs/reliability.md): the passive side's engine registers
+ * the new connection for consumer progress and only then made the EP
+ * CONNECTED. A server thread waiting on the receive EVD in between (the
+ * soak's dat_scale_peer, its client sending right after ESTABLISHED)
+ * completed the receive itself and answered it with a Send, which met
+ * DAT_INVALID_STATE / EP_COMPLPENDING. The hook holds the engine at that
+ * moment: the receive completes by consumer progress, and its answer must
+ * be accepted. */
+START_TEST(send_answering_receive_before_established_event)
+{
+    DAT_PROVIDER *p = fx_provider("t-prog-est", "lo", DAT_FALSE);
+    struct side s, c;
+    side_open(&s, p);
+    side_open(&c, p);
+    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
+    post_recv(&s, sep, 0);
+    post_recv(&c, cep, 0);
+    g_hold.ep = (struct sd_ep *)sep;
+    g_hold.entered = g_hold.release = false;
+    sd_ep_test_established_hook = hold_established;
+
+    DAT_PSP_HANDLE psp;
+    DAT_CONN_QUAL port;
+    ck_assert_dat_ok(p->psp_create_any_func(s.ia, &port, s.cr, DAT_PSP_CONSUMER_FLAG, &psp));
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_dat_ok(p->ep_connect_func(cep, (DAT_IA_ADDRESS_PTR)&a, port, 5000000, 0, NULL,
+                                        DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+    DAT_EVENT ev = wait_ev(&s, s.cr, DAT_CONNECTION_REQUEST_EVENT);
+    ck_assert_dat_ok(p->cr_accept_func(ev.event_data.cr_arrival_event_data.cr_handle, sep, 0, NULL));
+    /* The server's engine is held (its EP registered for progress, no
+     * ESTABLISHED event yet); the client's is not: it connects and sends. */
+    pthread_mutex_lock(&g_hold.mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    while (!g_hold.entered && pthread_cond_timedwait(&g_hold.cv, &g_hold.mu, &until) == 0)
+        ;
+    bool entered = g_hold.entered;
+    pthread_mutex_unlock(&g_hold.mu);
+    ck_assert_msg(entered, "the server's connection never reached the hook");
+    ck_assert_int_eq(wait_conn(&c, c.conn, cep), DAT_CONNECTION_EVENT_ESTABLISHED);
+    uint64_t before = consumer_completions();
+    post_send(&c, cep, 1);
+
+    /* The server's thread completes the receive (its engine is held) and
+     * answers at once, as an echo server does. */
+    DAT_COUNT n = 0;
+    DAT_RETURN rc;
+    do {
+        rc = p->evd_wait_func(s.dto, 5000000, 1, &ev, &n);
+    } while (rc == DAT_SUCCESS && ev.event_data.dto_completion_event_data.operation != DAT_DTO_RECEIVE);
+    DAT_RETURN got = rc, sent = DAT_INTERNAL_ERROR;
+    DAT_EP_STATE st = DAT_EP_STATE_UNCONNECTED;
+    if (rc == DAT_SUCCESS) {
+        ck_assert_dat_ok(p->ep_get_status_func(sep, &st, NULL, NULL));
+        DAT_LMR_TRIPLET t = {(DAT_VADDR)(uintptr_t)s.buf, MSG, s.lctx};
+        sent = p->ep_post_send_func(sep, 1, &t, (DAT_DTO_COOKIE){.as_64 = 2}, DAT_COMPLETION_DEFAULT_FLAG);
+    }
+    uint64_t made = consumer_completions() - before;
+    hold_release();
+    sd_ep_test_established_hook = NULL;
+    ck_assert_msg(got == DAT_SUCCESS, "server receive: 0x%x", (unsigned)got);
+    ck_assert_msg(ev.event_data.dto_completion_event_data.status == DAT_DTO_SUCCESS, "receive status %d",
+                  (int)ev.event_data.dto_completion_event_data.status);
+    ck_assert_uint_ge(made, 1); /* by the consumer: the engine was held */
+    ck_assert_msg(sent == DAT_SUCCESS, "server's answering Send: 0x%x", (unsigned)sent);
+    ck_assert_msg(st == DAT_EP_STATE_CONNECTED, "server EP state %d at its first receive", (int)st);
+
+    /* Everything else as usual: both ESTABLISHED, the answer arrives. */
+    ck_assert_int_eq(wait_conn(&s, s.conn, sep), DAT_CONNECTION_EVENT_ESTABLISHED);
+    do {
+        rc = p->evd_wait_func(c.dto, 5000000, 1, &ev, &n);
+        ck_assert_dat_ok(rc);
+        ck_assert_int_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    } while (ev.event_data.dto_completion_event_data.operation != DAT_DTO_RECEIVE);
+    ck_assert_dat_ok(p->psp_free_func(psp));
+    ck_assert_dat_ok(p->ep_disconnect_func(cep, DAT_CLOSE_GRACEFUL_FLAG));
+    ck_assert_int_eq(wait_conn(&c, c.conn, cep), DAT_CONNECTION_EVENT_DISCONNECTED);
+    ck_assert_int_eq(wait_conn(&s, s.conn, sep), DAT_CONNECTION_EVENT_DISCONNECTED);
+    side_close(&c);
+    side_close(&s);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+END_TEST
+
 /* ------------------------------------------------------------ lifetime */
 
 struct spinner {
@@ -539,6 +661,7 @@ int main(void)
     tcase_add_test(tc, pingpong_dequeue_engines_stalled);
     tcase_add_test(tc, pingpong_wait_engines_stalled);
     tcase_add_test(tc, pingpong_wait_engines_live);
+    tcase_add_test(tc, send_answering_receive_before_established_event);
     tcase_add_test(tc, free_and_disconnect_while_spinning);
     tcase_add_test(tc, ia_close_under_polling_waiter);
     tcase_add_test(tc, adaptive_spin_backs_off);
