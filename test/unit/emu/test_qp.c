@@ -67,6 +67,17 @@ START_TEST(t_send_sizes)
 }
 END_TEST
 
+/* The end of a Write test: the target holds the source's bytes, the
+ * region frees cleanly, the buffers go, the pair goes down. */
+static void written_then_down(uint8_t *src, uint8_t *dst, size_t len, struct emu_mr *mr)
+{
+    ck_assert_int_eq(memcmp(src, dst, len), 0);
+    ck_assert_int_eq(emu_mem_mr_free(mr, 1000), EMU_MEM_OK);
+    free(src);
+    free(dst);
+    qp_pair_down();
+}
+
 /* InfiniBand semantics: every Send and Write completes only once a
  * placement probe behind it is answered. A burst of small Sends shares
  * probes (while one is out, the next waits for its answer: one answer per
@@ -109,11 +120,7 @@ START_TEST(t_probes_batch_small_messages)
                   (unsigned long long)write_probes, NWRITE);
     for (int i = 0; i < NSEND + NWRITE; i++)
         ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
-    ck_assert_int_eq(memcmp(src, dst, WLEN), 0);
-    ck_assert_int_eq(emu_mem_mr_free(mr, 1000), EMU_MEM_OK);
-    free(src);
-    free(dst);
-    qp_pair_down();
+    written_then_down(src, dst, WLEN, mr);
 }
 END_TEST
 
@@ -170,11 +177,7 @@ START_TEST(t_probe_not_held_behind_large_write)
     ck_assert_int_eq(bare, 0);
     ck_assert_int_eq(A.scq[0].status, EMU_WC_SUCCESS);
     ck_assert_int_eq(A.scq[1].status, EMU_WC_SUCCESS);
-    ck_assert_int_eq(memcmp(src, dst, WLEN), 0);
-    ck_assert_int_eq(emu_mem_mr_free(mr, 1000), EMU_MEM_OK);
-    free(src);
-    free(dst);
-    qp_pair_down();
+    written_then_down(src, dst, WLEN, mr);
 }
 END_TEST
 
