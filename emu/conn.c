@@ -494,17 +494,19 @@ static int drain(struct emu_conn *c)
     return EMU_RX_OK;
 }
 
-static void est_readable(struct emu_conn *c)
+/* Returns the rx hook's answer (EMU_RX_PAUSE: reading paused, the retry
+ * timer armed). */
+static int est_readable(struct emu_conn *c)
 {
     int rc = c->ops.rx ? c->ops.rx(c, c->fd, c->ctx) : drain(c);
     /* (LINGER: the hook freed the connection; the linger reads on) */
     if (gone(c) || c->state == CS_CLOSED || c->state == CS_LINGER || rc == EMU_RX_OK)
-        return;
+        return rc;
     if (rc == EMU_RX_PAUSE) {
         /* Level-triggered: readable bytes would wake us for nothing. */
         conn_watch(c, 0, EMU_EV_READ);
         emu_timer_arm(c->rx_timer, c->rx_retry_us);
-        return;
+        return rc;
     }
     if (rc == EMU_RX_EOF)
         finish(c, EMU_CONN_DISCONNECTED, 0, false);
@@ -512,6 +514,7 @@ static void est_readable(struct emu_conn *c)
         finish(c, EMU_CONN_DISCONNECTED, ECONNRESET, true);
     else
         finish(c, EMU_CONN_BROKEN, rc < 0 ? -rc : EPROTO, true);
+    return rc;
 }
 
 /* The rx hook again, reading or not: after a pause, or on a kick. The
@@ -523,8 +526,7 @@ static void rx_again(struct emu_conn *c)
     if (gone(c) || (c->state != CS_EST && c->state != CS_CLOSING))
         return;
     emu_timer_cancel(c->rx_timer);
-    est_readable(c);
-    if (!gone(c) && (c->state == CS_EST || c->state == CS_CLOSING) && !emu_timer_pending(c->rx_timer))
+    if (est_readable(c) != EMU_RX_PAUSE && !gone(c) && (c->state == CS_EST || c->state == CS_CLOSING))
         conn_watch(c, EMU_EV_READ, 0);
 }
 

@@ -55,11 +55,6 @@ struct rd_ent {
  * messages share a probe (one answer per batch, not per message), large
  * ones each get their own (a pipeline's Writes complete as they land). */
 #define QP_PROBE_BATCH_BYTES (32u * 1024u)
-/* A small message behind a large one's probe does not wait for it: its
- * answer comes only once the large payload is read, and the held probe
- * would then leave alone, a system call of its own (Open MPI's FIN behind
- * the next fragment's 128 KiB Write). It gets its own probe, in the same
- * writev; the small messages behind that one batch again. */
 /* How long emu_qp_quiesce waits for the peer's probe behind the last
  * message placed (one round trip on a loaded host). */
 #define QP_CONFIRM_WAIT_US 200000u
@@ -194,7 +189,7 @@ struct qp_tx {
     uint32_t unacked;           /* WQ_ACK entries */
     uint32_t ack_tail;          /* one past the last started WR that needs confirming */
     uint64_t uncovered_bytes;   /* bytes of the WRs started since the last Read Request */
-    bool probe_was_large;       /* the last probe covered QP_PROBE_BATCH_BYTES or more */
+    bool probe_was_large;       /* the last probe covered QP_PROBE_BATCH_BYTES or more (probe_due) */
     uint32_t read_seq;          /* source of our Read sink tags */
     struct emu_term term_out;
     struct txcur cur;

@@ -311,6 +311,10 @@ static bool probe_due(const struct emu_qp *qp, bool sq_dry)
     if (qp->link.caps != 0 ? qp->orq.probes_out >= QP_PROBES_MAX
                       : qp->orq.probes_out > 0 || qp->orq.reads_out >= qp->link.ord)
         return false;
+    /* A small message behind a large one's probe does not wait for that
+     * answer, which comes only once the large payload is read: the held
+     * probe would then leave alone, a system call of its own (Open MPI's
+     * FIN behind the next fragment's 128 KiB Write). */
     if (qp->orq.probes_out > 0 && !qp->tx.probe_was_large &&
         qp->tx.uncovered_bytes < QP_PROBE_BATCH_BYTES && (uint32_t)uncovered * 4 < qp->tx.sq_cap)
         return false; /* the answer to the probe out brings the next one (rresp_finish) */
