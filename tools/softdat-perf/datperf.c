@@ -212,6 +212,8 @@ static const char *dto_status_name(DAT_DTO_COMPLETION_STATUS st)
     return (unsigned)st < sizeof(n) / sizeof(n[0]) ? n[st] : "unknown";
 }
 
+static int account(struct sess *s, const DAT_EVENT *ev);
+
 /* Waits for one DTO event and accounts for it. CREDIT messages are
  * consumed here; other receives are queued for wait_msg. */
 static int pump(struct sess *s, const char *what)
@@ -229,9 +231,30 @@ static int pump(struct sess *s, const char *what)
         }
         return -1;
     }
-    if (ev.event_number != DAT_DTO_COMPLETION_EVENT)
-        return fail(s, "unexpected event 0x%x on the DTO EVD", (unsigned)ev.event_number);
-    const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+    return account(s, &ev);
+}
+
+/* With -W, one non-blocking look at the DTO EVD (accounting for what it
+ * finds). A consumer that polls memory calls into its provider too, as
+ * UCX's put_lat calls ucp_worker_progress while it polls: on a soft RNIC
+ * that call is what moves the peer's Write into memory without waiting for
+ * the provider's own thread to be scheduled. */
+static int pump_nowait(struct sess *s)
+{
+    DAT_EVENT ev;
+    DAT_RETURN ret = dat_evd_dequeue(s->dto_evd, &ev);
+    if (ret == DAT_SUCCESS)
+        return account(s, &ev);
+    if (DAT_GET_TYPE(ret) != DAT_QUEUE_EMPTY)
+        return dat_fail(s, "dat_evd_dequeue", ret);
+    return 0;
+}
+
+static int account(struct sess *s, const DAT_EVENT *ev)
+{
+    if (ev->event_number != DAT_DTO_COMPLETION_EVENT)
+        return fail(s, "unexpected event 0x%x on the DTO EVD", (unsigned)ev->event_number);
+    const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev->event_data.dto_completion_event_data;
     if (s->closing && d->status == DAT_DTO_ERR_FLUSHED) {
         /* After BYE the peer disconnects: our receives are flushed. */
         if (d->operation != DAT_DTO_RECEIVE && d->user_cookie.as_64 < s->req_posted &&
@@ -542,11 +565,17 @@ __attribute__((no_sanitize("thread"))) static int spin_byte(struct sess *s, uint
         uint8_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
         if (v == want || (any_last && v == (want | 0x80)))
             return v;
-        /* Spin briefly, then yield: on a machine with few CPUs a pure spin
-         * starves the provider's progress threads (the ones that will write
-         * this byte) for a whole scheduler quantum. */
-        if (spins > 2048)
+        if (s->poll) {
+            /* -W: drive the provider, as a polling RDMA program does. */
+            if (pump_nowait(s) != 0)
+                return -1;
+        } else if (spins > 2048) {
+            /* Blocking mode leaves progress to the provider's threads: spin
+             * briefly, then yield, or on a machine with few CPUs the spin
+             * starves them (the ones that will write this byte) for a whole
+             * scheduler quantum. */
             sched_yield();
+        }
         if ((spins & 1023) == 0) {
             double now = perf_now();
             if (deadline == 0)
