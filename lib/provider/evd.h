@@ -67,6 +67,10 @@ DAT_RETURN sd_evd_post(struct sd_evd *evd, const DAT_EVENT *ev, enum sd_evq_kind
  * events must pass sd_ia_consumer_handle(ia) as handle. */
 void sd_ia_post_async(struct sd_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle, DAT_COUNT reason);
 
+/* How many times a thread spinning on an empty EVD has given its CPU away
+ * (dat_evd_dequeue, process-wide), for tests and diagnostics. */
+uint64_t sd_evd_spin_yields(void);
+
 /* True if every bit of `stream` (DAT_EVD_*_FLAG, possibly several) is in
  * the EVD's flags: recv_evd needs DTO, request_evd DTO (and RMR_BIND for
  * binds), connect_evd CONNECTION, SP evd CR. */

@@ -34,11 +34,12 @@ trap cleanup EXIT
 export DAT_OVERRIDE=$CONF
 unset LD_LIBRARY_PATH
 
+srv_pin=()
 # start_server PORT: starts the server in the background (PID in $spid) and
 # waits until it says it is ready. Fails if it exits first (port taken).
 start_server() {
     local port=$1
-    timeout 120 "$PERF" -s -P "$IA" -p "$port" --idle 60 --timeout 10 \
+    timeout 120 "${srv_pin[@]}" "$PERF" -s -P "$IA" -p "$port" --idle 60 --timeout 30 \
         >"$tmp/srv.out" 2>"$tmp/srv.err" </dev/null &
     spid=$!
     for _ in $(seq 1 100); do
@@ -50,16 +51,40 @@ start_server() {
 }
 
 # Two ports per server (DAT conn_qual P, raw TCP P+1): try a few even ones.
-port=
-for try in 1 2 3 4 5; do
-    p=$((20000 + (($$ * 7 + try * 1009) % 20000) / 2 * 2))
-    if start_server "$p"; then
-        port=$p
-        break
+# find_server SALT: a server on a free port ($port); fails if none starts.
+find_server() {
+    port=
+    for try in 1 2 3 4 5; do
+        local p=$((20000 + (($$ * 7 + try * 1009 + $1) % 20000) / 2 * 2))
+        if start_server "$p"; then
+            port=$p
+            return 0
+        fi
+        [ -n "$spid" ] && { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; spid=; }
+    done
+    return 1
+}
+
+# wait_server: the server ends after one client session; give it a bounded
+# moment. Sets srv_rc (its exit status, or "killed").
+wait_server() {
+    for _ in $(seq 1 100); do
+        kill -0 "$spid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$spid" 2>/dev/null; then
+        notok "the server was still running after the client session; killing PID $spid"
+        kill "$spid" 2>/dev/null
+        wait "$spid" 2>/dev/null
+        srv_rc=killed
+    else
+        wait "$spid"
+        srv_rc=$?
     fi
-    [ -n "$spid" ] && { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; spid=; }
-done
-if [ -z "$port" ]; then
+    spid=
+}
+
+if ! find_server 0; then
     notok "the server did not start"
     sed 's/^/    server: /' "$tmp/srv.err" | head -20
     exit 1
@@ -70,21 +95,7 @@ timeout 120 "$PERF" -c 127.0.0.1 -P "$IA" -p "$port" --compare -v -m 64,65536 -n
     --timeout 10 >"$tmp/cli.out" 2>"$tmp/cli.err" </dev/null
 rc=$?
 
-# The server ends after one client session; give it a bounded moment.
-for _ in $(seq 1 100); do
-    kill -0 "$spid" 2>/dev/null || break
-    sleep 0.1
-done
-if kill -0 "$spid" 2>/dev/null; then
-    notok "the server was still running after the client session; killing PID $spid"
-    kill "$spid" 2>/dev/null
-    wait "$spid" 2>/dev/null
-    srv_rc=killed
-else
-    wait "$spid"
-    srv_rc=$?
-fi
-spid=
+wait_server
 
 if [ "$rc" = 4 ] && grep -q 'DAT_NOT_IMPLEMENTED' "$tmp/cli.err"; then
     echo "skip - the provider's data path is not implemented yet:"
@@ -138,5 +149,30 @@ n_dat=$(grep -c '^softdat-perf: dat ' "$tmp/cli.err")
 n_raw=$(grep -c '^softdat-perf: raw ' "$tmp/cli.err")
 [ "$n_dat" = 12 ] && ok "12 DAT progress lines on stderr" || notok "$n_dat DAT progress lines, want 12"
 [ "$n_raw" = 8 ] && ok "8 raw-TCP progress lines on stderr" || notok "$n_raw raw-TCP progress lines, want 8"
+
+# Polled mode (-W) with both programs on one CPU, when taskset can pin
+# them: each spinner must let the other run (evd.c yields a DTO spinner that
+# finds nothing) and a Write ping-pong's target, which polls memory, drives
+# the provider itself. The tool checks every message and byte.
+pin=()
+if command -v taskset >/dev/null 2>&1 && taskset -c 0 true 2>/dev/null; then
+    pin=(taskset -c 0)
+fi
+srv_pin=("${pin[@]}")
+if find_server 4099; then
+    timeout 120 "${pin[@]}" "$PERF" -c 127.0.0.1 -P "$IA" -p "$port" -W -m 64 -n 2000 -t 2 -r 1 \
+        --timeout 30 write_lat send_bw write_bw >"$tmp/cli.out" 2>"$tmp/cli.err" </dev/null
+    rc=$?
+    wait_server
+    if [ "$rc" = 0 ] && [ "$srv_rc" = 0 ]; then
+        ok "polled run ${pin[*]:-unpinned}: write_lat, send_bw, write_bw at 64 B passed"
+    else
+        notok "polled run ${pin[*]:-unpinned}: client exit $rc, server exit $srv_rc"
+        sed 's/^/    stdout: /' "$tmp/cli.out" | head -20
+        sed 's/^/    stderr: /' "$tmp/cli.err" | head -20
+    fi
+else
+    notok "the server for the polled run did not start"
+fi
 
 [ $fails -eq 0 ]

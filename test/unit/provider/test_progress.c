@@ -650,6 +650,74 @@ START_TEST(adaptive_spin_backs_off)
 }
 END_TEST
 
+/* ------------------------------------------------------------ yield */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void dequeue_empty(struct side *x, DAT_EVD_HANDLE evd, int times)
+{
+    DAT_EVENT ev;
+    for (int i = 0; i < times; i++)
+        ck_assert_int_eq(DAT_GET_TYPE(x->p->evd_dequeue_func(evd, &ev)), DAT_QUEUE_EMPTY);
+}
+
+/* A thread spinning on a DTO EVD gives its CPU away only once it has found
+ * nothing for a while (evd.c, yield_if_spinning): a polled ping-pong whose
+ * answer is a few microseconds away never pays a sched_yield, while two
+ * polling programs that share one CPU let each other run instead of
+ * waiting for the scheduler's tick (docs/perf.md). */
+START_TEST(dto_spinner_yields_only_after_finding_nothing)
+{
+    DAT_PROVIDER *p = fx_provider("t-prog-yield", "lo", DAT_FALSE);
+    struct side s, c;
+    side_open(&s, p);
+    side_open(&c, p);
+    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
+    for (int i = 0; i < NRECV; i++) {
+        post_recv(&s, sep, i);
+        post_recv(&c, cep, i);
+    }
+    connect_pair(&c, cep, &s, sep);
+    ck_assert(armed(c.dto));
+
+    /* Fewer empty dequeues than one yield period: none, however slow. */
+    uint64_t y0 = sd_evd_spin_yields();
+    dequeue_empty(&c, c.dto, 15);
+    ck_assert_uint_eq(sd_evd_spin_yields(), y0);
+
+    /* Finding nothing for 5 ms: it yields. */
+    DAT_EVENT ev;
+    for (double end = now_s() + 0.005; now_s() < end;)
+        dequeue_empty(&c, c.dto, 1);
+    uint64_t y1 = sd_evd_spin_yields();
+    ck_assert_uint_gt(y1, y0);
+
+    /* An event ends the empty run: the count starts again from zero. */
+    post_send(&s, sep, 1);
+    DAT_RETURN rc = DAT_QUEUE_EMPTY;
+    for (double end = now_s() + 5.0; now_s() < end && rc != DAT_SUCCESS;)
+        rc = p->evd_dequeue_func(c.dto, &ev);
+    ck_assert_dat_ok(rc);
+    ck_assert_int_eq(ev.event_data.dto_completion_event_data.operation, DAT_DTO_RECEIVE);
+    uint64_t y2 = sd_evd_spin_yields();
+    dequeue_empty(&c, c.dto, 15);
+    ck_assert_uint_eq(sd_evd_spin_yields(), y2);
+
+    /* An EVD only the engine fills yields at every 16th empty dequeue. */
+    dequeue_empty(&c, c.cr, 16);
+    ck_assert_uint_eq(sd_evd_spin_yields(), y2 + 1);
+
+    side_close(&c);
+    side_close(&s);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+END_TEST
+
 int main(void)
 {
     /* Long spin window, so that a waiter alone completes a round trip when
@@ -665,6 +733,7 @@ int main(void)
     tcase_add_test(tc, free_and_disconnect_while_spinning);
     tcase_add_test(tc, ia_close_under_polling_waiter);
     tcase_add_test(tc, adaptive_spin_backs_off);
+    tcase_add_test(tc, dto_spinner_yields_only_after_finding_nothing);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
