@@ -11,7 +11,7 @@
 #include "lib/provider/trace_rec.h"
 
 #define SD_EVD_SPIN_YIELD 16 /* empty dequeues between two yields */
-#define SD_EVD_SPIN_YIELD_DTO_US 50u /* a DTO EVD spinner yields after finding nothing this long */
+#define SD_EVD_SPIN_YIELD_DTO_US 10u /* a DTO EVD spinner yields after finding nothing this long */
 
 #include "emu/log.h"
 #include "lib/provider/cno.h"
