@@ -11,7 +11,6 @@
 #include "lib/provider/trace_rec.h"
 
 #define SD_EVD_SPIN_YIELD 16 /* empty dequeues between two yields */
-#define SD_EVD_SPIN_YIELD_DTO_US 10u /* a DTO EVD spinner yields after finding nothing this long */
 
 #include "emu/log.h"
 #include "lib/provider/cno.h"
@@ -374,16 +373,34 @@ static DAT_RETURN sd_evd_post_se(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *eve
  *   progress of its own to make): every SD_EVD_SPIN_YIELD-th empty dequeue.
  *   With two CPUs, two spinning programs and their engines, each
  *   connection step otherwise waits for the scheduler to preempt a spinner
- *   (dtestcm: 1,000-3,200 connections/s before, 8,500-12,400 after).
+ *   (dtestcm: 1,000-3,200 connections/s before, 8,500-12,400 after). A
+ *   thread that also polls a DTO EVD (Open MPI's progress loop polls its
+ *   DTO and connection EVDs in turn) is left to the next rule.
  * - A DTO EVD, whose dequeue drives receive progress itself: only once it
- *   has found nothing for SD_EVD_SPIN_YIELD_DTO_US. A yield with nothing
- *   else runnable on the CPU returns at once; with the peer program or an
- *   engine thread queued behind the spinner (more runnable threads than
- *   CPUs: a loaded laptop or CI machine), it runs now instead of at the end
- *   of the spinner's time slice. Without it a polled window of 64-byte
- *   Sends fell from 0.2 to 0.004-0.017 million messages/s whenever a
- *   compiler ran beside the two programs: every probe answer and credit
- *   waited for a scheduler tick. */
+ *   has found nothing for a while. A yield with nothing else runnable on
+ *   the CPU returns at once; with the peer program queued behind the
+ *   spinner (more spinning threads than CPUs: a loaded laptop, a 1-CPU
+ *   container), the peer runs now instead of at the end of the spinner's
+ *   time slice: two polled programs pinned to one CPU ping-pong in tens of
+ *   microseconds instead of 0.5-4 ms. But a yield to an unrelated program
+ *   costs the spinner that program's time slice (a 2-CPU machine with a
+ *   busy loop beside two polled programs: 64 B ping-pong 6.5 -> 13 us
+ *   median when every spinner yielded after 10 us), so "a while" starts
+ *   at SD_EVD_YIELD_START_US only for a thread allowed on a single CPU, at
+ *   SD_EVD_YIELD_MAX_US elsewhere, and adapts per thread: a yield that was
+ *   away for SD_EVD_YIELD_LONG_US or more doubles
+ *   it (up to SD_EVD_YIELD_MAX_US: practically never), one that was away
+ *   for less (but long enough for another thread to have run,
+ *   SD_EVD_YIELD_SWITCH_US) and was followed within SD_EVD_YIELD_PAID_US
+ *   by an event (the producer ran meanwhile) halves it (down to
+ *   SD_EVD_YIELD_MIN_US). */
+#define SD_EVD_YIELD_START_US 10u
+#define SD_EVD_YIELD_MIN_US 5u
+#define SD_EVD_YIELD_MAX_US 1000u
+#define SD_EVD_YIELD_LONG_US 200u
+#define SD_EVD_YIELD_PAID_US 50u
+#define SD_EVD_YIELD_SWITCH_US 3u
+
 static atomic_uint_fast64_t g_spin_yields;
 
 uint64_t sd_evd_spin_yields(void)
@@ -397,25 +414,71 @@ static void spin_yield(void)
     sched_yield();
 }
 
+struct spin_state {
+    unsigned engine_empty; /* empty dequeues in a row on engine-only EVDs */
+    unsigned dto_empty;    /* ... on DTO EVDs */
+    uint64_t since_us;     /* when the DTO run was first timed */
+    uint64_t after_us;     /* nothing found this long: yield (0: not set yet) */
+    uint64_t back_us;      /* when the last short yield returned */
+    bool short_yield;      /* the last yield was short, no event since */
+};
+
+static _Thread_local struct spin_state tl_spin;
+
+/* Where the thread it waits for can only run on its CPU (a thread allowed
+ * on one CPU), a spinner yields soon; elsewhere only after a long stall,
+ * until yields are seen to pay. */
+static uint64_t start_after_us(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1)
+        return SD_EVD_YIELD_START_US;
+    return SD_EVD_YIELD_MAX_US;
+}
+
+static void dto_spin(struct spin_state *st, bool found)
+{
+    if (st->after_us == 0)
+        st->after_us = start_after_us();
+    if (found) {
+        if (st->short_yield && emu_now_us() - st->back_us < SD_EVD_YIELD_PAID_US &&
+            st->after_us / 2 >= SD_EVD_YIELD_MIN_US)
+            st->after_us /= 2;
+        st->short_yield = false;
+        st->dto_empty = 0;
+        return;
+    }
+    if (++st->dto_empty % SD_EVD_SPIN_YIELD != 0)
+        return;
+    uint64_t now = emu_now_us();
+    if (st->dto_empty == SD_EVD_SPIN_YIELD) {
+        st->since_us = now;
+        return;
+    }
+    if (now - st->since_us < st->after_us)
+        return;
+    spin_yield();
+    uint64_t back = emu_now_us();
+    /* Back at once: nothing else wanted this CPU, the yield changed
+     * nothing. */
+    uint64_t away = back - now;
+    st->short_yield = away >= SD_EVD_YIELD_SWITCH_US && away < SD_EVD_YIELD_LONG_US;
+    st->back_us = back;
+    if (away >= SD_EVD_YIELD_LONG_US && st->after_us * 2 <= SD_EVD_YIELD_MAX_US)
+        st->after_us *= 2;
+}
+
 static void yield_if_spinning(bool engine_only, bool found)
 {
-    static _Thread_local unsigned empty;
-    static _Thread_local uint64_t empty_since_us;
-    if (found) {
-        empty = 0;
-        return;
-    }
-    if (++empty % SD_EVD_SPIN_YIELD != 0)
-        return;
-    if (engine_only) {
+    struct spin_state *st = &tl_spin;
+    if (!engine_only) {
+        st->engine_empty = 0;
+        dto_spin(st, found);
+    } else if (found) {
+        st->engine_empty = 0;
+    } else if (++st->engine_empty % SD_EVD_SPIN_YIELD == 0) {
         spin_yield();
-        return;
     }
-    uint64_t now = emu_now_us();
-    if (empty == SD_EVD_SPIN_YIELD)
-        empty_since_us = now;
-    else if (now - empty_since_us >= SD_EVD_SPIN_YIELD_DTO_US)
-        spin_yield();
 }
 
 static DAT_RETURN sd_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)

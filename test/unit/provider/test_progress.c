@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -666,6 +667,33 @@ static void dequeue_empty(struct side *x, DAT_EVD_HANDLE evd, int times)
         ck_assert_int_eq(DAT_GET_TYPE(x->p->evd_dequeue_func(evd, &ev)), DAT_QUEUE_EMPTY);
 }
 
+struct spin_arg {
+    struct side *x;
+    bool one_cpu;
+    uint64_t yields;
+    double took_s;
+};
+
+/* Spins on x's DTO EVD, finding nothing, for 300 us; on one CPU if asked. */
+static void *spin_300us(void *arg)
+{
+    struct spin_arg *a = arg;
+    if (a->one_cpu) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        int cpu = sched_getcpu();
+        CPU_SET(cpu >= 0 ? cpu : 0, &set);
+        ck_assert_int_eq(sched_setaffinity(0, sizeof set, &set), 0);
+    }
+    uint64_t y0 = sd_evd_spin_yields();
+    double start = now_s();
+    while (now_s() < start + 0.0003)
+        dequeue_empty(a->x, a->x->dto, 1);
+    a->took_s = now_s() - start;
+    a->yields = sd_evd_spin_yields() - y0;
+    return NULL;
+}
+
 /* A thread spinning on a DTO EVD gives its CPU away only once it has found
  * nothing for a while (evd.c, yield_if_spinning): a polled ping-pong whose
  * answer is a few microseconds away never pays a sched_yield, while two
@@ -711,6 +739,24 @@ START_TEST(dto_spinner_yields_only_after_finding_nothing)
     /* An EVD only the engine fills yields at every 16th empty dequeue. */
     dequeue_empty(&c, c.cr, 16);
     ck_assert_uint_eq(sd_evd_spin_yields(), y2 + 1);
+
+    /* How soon depends on where the thread may run: allowed on one CPU
+     * (its peer can only run if it lets it), a spinner yields within
+     * 300 us; allowed on several, not that soon (the state is per thread:
+     * each case runs in a new one). */
+    struct spin_arg one = {&c, true, 0, 0}, many = {&c, false, 0, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, spin_300us, &one), 0);
+    pthread_join(th, NULL);
+    ck_assert_uint_gt(one.yields, 0);
+    cpu_set_t set;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    if (CPU_COUNT(&set) > 1) {
+        ck_assert_int_eq(pthread_create(&th, NULL, spin_300us, &many), 0);
+        pthread_join(th, NULL);
+        if (many.took_s < 0.0009) /* not preempted into a long stall */
+            ck_assert_uint_eq(many.yields, 0);
+    }
 
     side_close(&c);
     side_close(&s);
