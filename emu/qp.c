@@ -390,6 +390,24 @@ void emu_qp_detach(struct emu_qp *qp)
  * send post ended (0: it never polled). */
 static _Thread_local uint64_t tl_poll_idle_from;
 
+static void flush_deferred(struct emu_qp *qp, bool force);
+
+/* emu_qp_progress_many: the pass right after one that read something is
+ * skipped: it would find the sockets just drained, and in a polling loop
+ * it sits between the data placed and the application seeing it (Open
+ * MPI: its next dequeue runs before it looks at its eager-RDMA memory).
+ * Once only: the following pass looks again. A thread woken by its
+ * sockets (emu_qp_sleep_woken) does not skip. */
+static _Thread_local bool tl_just_read;
+
+void emu_qp_sleep_woken(void)
+{
+    tl_just_read = false;
+}
+
+/* Identifies the polling thread (struct qp_poll.thread). */
+static _Thread_local char tl_poll_self;
+
 void emu_qp_poll_pass_end(void)
 {
     tl_poll_idle_from = emu_now_us();
@@ -417,13 +435,23 @@ void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
 {
     if (!qp || atomic_load_explicit(&qp->poll.off, memory_order_relaxed))
         return;
-    static _Thread_local char self;
-    uintptr_t me = (uintptr_t)&self;
+    uintptr_t me = (uintptr_t)&tl_poll_self;
     bool same = atomic_exchange_explicit(&qp->poll.thread, me, memory_order_relaxed) == me;
     if (!same || tl_poll_idle_from == 0 || now - tl_poll_idle_from > QP_POLL_GAP_US)
         atomic_store_explicit(&qp->poll.since_us, now, memory_order_relaxed);
     if (now - atomic_load_explicit(&qp->poll.since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
         atomic_store_explicit(&qp->poll.until_us, now + usec, memory_order_relaxed);
+}
+
+/* A parked engine looks at the lease again now, not when its timer says. */
+static void kick_parked(struct emu_qp *qp)
+{
+    if (!atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
+    if (qp->link.c)
+        emu_conn_rx_kick(qp->link.c);
+    pthread_mutex_unlock(&qp->tx.lock);
 }
 
 void emu_qp_poll_release(struct emu_qp *qp)
@@ -432,12 +460,36 @@ void emu_qp_poll_release(struct emu_qp *qp)
         return;
     atomic_store_explicit(&qp->poll.until_us, 0, memory_order_relaxed);
     atomic_store_explicit(&qp->poll.thread, 0, memory_order_relaxed); /* the next poller earns anew */
-    if (!atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
+    kick_parked(qp);
+}
+
+int emu_qp_sleep_fd(struct emu_qp *qp, uint64_t until_us)
+{
+    if (!qp || atomic_load_explicit(&qp->poll.off, memory_order_relaxed) ||
+        atomic_load_explicit(&qp->poll.rx_held, memory_order_relaxed))
+        return -1;
+    int fd = atomic_load_explicit(&qp->rx.fd, memory_order_relaxed);
+    if (fd < 0)
+        return -1;
+    flush_deferred(qp, true);
+    atomic_store_explicit(&qp->poll.thread, (uintptr_t)&tl_poll_self, memory_order_relaxed);
+    atomic_store_explicit(&qp->poll.until_us, until_us, memory_order_relaxed);
+    return fd;
+}
+
+void emu_qp_poll_trim(struct emu_qp *qp, uint64_t until_us)
+{
+    if (!qp || atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed) <= until_us)
         return;
-    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
-    if (qp->link.c)
-        emu_conn_rx_kick(qp->link.c);
-    pthread_mutex_unlock(&qp->tx.lock);
+    atomic_store_explicit(&qp->poll.until_us, until_us, memory_order_relaxed);
+    kick_parked(qp);
+}
+
+uint64_t emu_qp_poll_lease_left_us(struct emu_qp *qp)
+{
+    uint64_t until = atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed);
+    uint64_t now = emu_now_us();
+    return until > now ? until - now : 0;
 }
 
 /* Engine thread, for connection c: a consumer polls this QP. Pause
@@ -577,12 +629,6 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
      * costs a recv(2) per QP, so not too often: a spinning consumer makes
      * millions of passes. */
     static _Thread_local unsigned tick;
-    /* The pass right after one that read something is skipped: it would
-     * find the sockets just drained, and in a polling loop it sits between
-     * the data placed and the application seeing it (Open MPI: its next
-     * dequeue runs before it looks at its eager-RDMA memory). Once only:
-     * the following pass looks again. */
-    static _Thread_local bool tl_just_read;
     if (tl_just_read) {
         tl_just_read = false;
         return 0;

@@ -232,6 +232,23 @@ void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now_us);
  * the lease ends now, and a parked engine resumes reading at once instead
  * of when the lease would have run out. */
 void emu_qp_poll_release(struct emu_qp *qp);
+/* A consumer thread is about to sleep in poll(2) on this QP's socket
+ * instead of leaving the receive side to the engine (dat_evd_wait,
+ * lib/provider/progress.c): answers held back for a reply go out now
+ * (nothing will carry them), the thread gets the lease until until_us
+ * (the engine stays off the socket, so the data wakes one thread, not
+ * two) and the socket descriptor is returned. -1 (no lease taken) when
+ * the socket cannot serve as a wake-up: input is held in the QP (RNR
+ * stall), the stream ended, or the QP is not attached. */
+int emu_qp_sleep_fd(struct emu_qp *qp, uint64_t until_us);
+/* The consumer's lease ends at until_us at the latest; a parked engine
+ * is kicked to look at it again (its timer may be set for the old end). */
+void emu_qp_poll_trim(struct emu_qp *qp, uint64_t until_us);
+/* The calling thread was woken from poll(2) on the descriptors of
+ * emu_qp_sleep_fd: its next pass reads (no skipped pass). */
+void emu_qp_sleep_woken(void);
+/* Microseconds left of the consumer's lease (0: none), for tests. */
+uint64_t emu_qp_poll_lease_left_us(struct emu_qp *qp);
 /* A polling thread ends a pass over its QPs (after emu_qp_poll_lease and
  * emu_qp_progress*): the time it spends until its next pass, outside its
  * own posts, is what tells whether it keeps polling. */

@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lib/provider/cnoq.h"
 #include "lib/provider/limits.h"
@@ -54,6 +56,7 @@ DAT_RETURN sd_evq_init(struct sd_evq *q, DAT_COUNT qlen, DAT_EVD_HANDLE self)
     atomic_init(&q->count, 0);
     atomic_init(&q->waiter, false);
     atomic_init(&q->has_progress, false);
+    q->wake_fd = -1;
     return DAT_SUCCESS;
 fail:
     free(q->ring);
@@ -71,6 +74,9 @@ DAT_RETURN sd_evq_fini(struct sd_evq *q)
     pthread_mutex_unlock(&q->mu);
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
+    if (q->wake_fd >= 0)
+        close(q->wake_fd);
+    q->wake_fd = -1;
     free(q->ring);
     q->ring = NULL;
     return DAT_SUCCESS;
@@ -79,6 +85,17 @@ DAT_RETURN sd_evq_fini(struct sd_evq *q)
 static inline DAT_COUNT cnt(const struct sd_evq *q)
 {
     return atomic_load_explicit(&q->count, memory_order_relaxed);
+}
+
+/* (mu held) Wake the waiter, wherever it sleeps. */
+static void wake_waiter_locked(struct sd_evq *q)
+{
+    pthread_cond_signal(&q->cv);
+    if (q->w_in_sleep) {
+        uint64_t one = 1;
+        ssize_t n = write(q->wake_fd, &one, sizeof one);
+        (void)n; /* EAGAIN: the counter is already non-zero, it wakes anyway */
+    }
 }
 
 static void push_locked(struct sd_evq *q, const DAT_EVENT *ev)
@@ -182,7 +199,7 @@ queued:
         if ((q->cfg == SD_EVQ_CFG_THRESHOLD && cnt(q) >= q->w_threshold) ||
             (q->cfg != SD_EVQ_CFG_THRESHOLD && notify)) {
             q->w_wake = true;
-            pthread_cond_signal(&q->cv);
+            wake_waiter_locked(q);
         }
     } else if (notify && q->enabled && q->cno) {
         /* L2775, L2852-2854. Held so that a concurrent modify_cno +
@@ -312,6 +329,29 @@ static DAT_RETURN deliver_locked(struct sd_evq *q, DAT_EVENT *ev, DAT_COUNT *nmo
     return DAT_SUCCESS;
 }
 
+/* (mu held, waiter set) One chunk of sleep in the queue's sleep hook:
+ * chunk_ms, at most left_us (0: no deadline). Returns the hook's answer
+ * (< 0: use cv). */
+static int sleep_in_hook(struct sd_evq *q, uint64_t left_us, int chunk_ms)
+{
+    if (q->wake_fd < 0) {
+        q->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (q->wake_fd < 0)
+            return -1;
+    }
+    int ms = chunk_ms;
+    if (left_us != 0 && left_us < (uint64_t)ms * 1000u)
+        ms = (int)((left_us + 999u) / 1000u);
+    sd_evq_sleep_fn fn = q->sleep;
+    void *arg = q->progress_arg;
+    q->w_in_sleep = true;
+    pthread_mutex_unlock(&q->mu);
+    int r = fn(arg, q, q->wake_fd, ms);
+    pthread_mutex_lock(&q->mu);
+    q->w_in_sleep = false;
+    return r;
+}
+
 DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshold,
                        DAT_EVENT *ev, DAT_COUNT *nmore)
 {
@@ -383,6 +423,9 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
     bool polled = false; /* the hook ran at least once before sleeping */
     bool spun = false;   /* a spin window is being used */
     bool released = !polling; /* the hook was told this thread sleeps now */
+    bool sleep_ok = q->sleep != NULL; /* sleeping in the hook, not on cv */
+    int chunk_ms = SD_EVQ_SLEEP_CHUNK_MS; /* the next sleep in the hook */
+    bool long_lease = false;          /* the last one leased for longer than the first */
 
     atomic_store_explicit(&q->waiter, true, memory_order_relaxed);
     q->w_threshold = threshold;
@@ -433,6 +476,20 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
             spin_outcome(q, false);
             spun = false;
         }
+        if (sleep_ok && polling) {
+            int r = sleep_in_hook(q, infinite ? 0 : deadline - now, chunk_ms);
+            long_lease = r >= 0 && chunk_ms > SD_EVQ_SLEEP_CHUNK_MS;
+            if (r < 0) {
+                sleep_ok = false; /* the cv from now on, */
+                released = false; /* its sockets given back to the engine first */
+            } else {
+                chunk_ms = r > 0 ? SD_EVQ_SLEEP_CHUNK_MS
+                                 : (chunk_ms * 2 > SD_EVQ_SLEEP_CHUNK_MAX_MS ? SD_EVQ_SLEEP_CHUNK_MAX_MS
+                                                                          : chunk_ms * 2);
+                call_progress(q); /* read what woke it */
+            }
+            continue;
+        }
         if (!released) {
             /* A thread that polled until now (and may hold its QPs' sockets
              * for that) sleeps: the hook gives them back to the engine
@@ -451,6 +508,13 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
     atomic_store_explicit(&q->waiter, false, memory_order_relaxed);
     q->w_wake = false;
     q->w_rc = 0;
+    if (long_lease && q->sleep_done) {
+        sd_evq_sleep_done_fn done = q->sleep_done;
+        void *arg = q->progress_arg;
+        pthread_mutex_unlock(&q->mu);
+        done(arg);
+        return rc;
+    }
 out:
     pthread_mutex_unlock(&q->mu);
     return rc;
@@ -501,7 +565,7 @@ void sd_evq_set_waitable(struct sd_evq *q, bool waitable)
     /* L2816-2818; clearing it with a waiter is a no-op (L2791). */
     if (!waitable && atomic_load_explicit(&q->waiter, memory_order_relaxed)) {
         q->w_rc = EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_UNWAITABLE;
-        pthread_cond_signal(&q->cv);
+        wake_waiter_locked(q);
     }
     pthread_mutex_unlock(&q->mu);
 }
@@ -512,7 +576,7 @@ void sd_evq_abort(struct sd_evq *q)
     q->aborted = true;
     if (atomic_load_explicit(&q->waiter, memory_order_relaxed)) {
         q->w_rc = EVQ_ERR(DAT_ABORT);
-        pthread_cond_signal(&q->cv);
+        wake_waiter_locked(q);
     }
     pthread_mutex_unlock(&q->mu);
 }
@@ -552,10 +616,28 @@ void sd_evq_set_progress(struct sd_evq *q, sd_evq_progress_fn fn, void *arg,
     pthread_mutex_unlock(&q->mu);
 }
 
+void sd_evq_set_sleep(struct sd_evq *q, sd_evq_sleep_fn fn, sd_evq_sleep_done_fn done)
+{
+    pthread_mutex_lock(&q->mu);
+    q->sleep = fn;
+    q->sleep_done = done;
+    pthread_mutex_unlock(&q->mu);
+}
+
 void sd_evq_arm_progress(struct sd_evq *q, bool armed)
 {
     /* Only the flag: call_progress still checks the hook under mu. */
     atomic_store_explicit(&q->has_progress, armed, memory_order_relaxed);
+    if (armed)
+        return;
+    /* Nothing left to sleep on: the waiters' eventfd goes (an EVD without
+     * connections holds no descriptor; the next sleep makes a new one). */
+    pthread_mutex_lock(&q->mu);
+    if (q->wake_fd >= 0 && !q->w_in_sleep) {
+        close(q->wake_fd);
+        q->wake_fd = -1;
+    }
+    pthread_mutex_unlock(&q->mu);
 }
 
 void sd_evq_info(struct sd_evq *q, struct sd_evq_info *info)

@@ -66,6 +66,22 @@ typedef void (*sd_evq_overflow_fn)(void *arg, struct sd_evq *q, enum sd_evq_kind
  * Return > 0: made progress, 0: nothing to do, < 0: stop polling. */
 typedef int (*sd_evq_progress_fn)(void *arg, struct sd_evq *q);
 
+/* "Sleep on the data itself": called unlocked by a waiter whose spin
+ * window ran out, instead of sleeping on its condition variable. It blocks
+ * in poll(2) on the sockets the progress hook reads and on wake_fd (an
+ * eventfd the queue writes when an event arrives for the waiter), at most
+ * timeout_ms, so that arriving data wakes the waiter itself rather than
+ * the provider thread, which then wakes the waiter: one wake-up per
+ * message instead of two. Return > 0: woken by a descriptor, 0: timed
+ * out, < 0: cannot sleep this way now (the waiter uses its condition
+ * variable). Same arg as the progress hook. */
+typedef int (*sd_evq_sleep_fn)(void *arg, struct sd_evq *q, int wake_fd, int timeout_ms);
+
+/* The waiter that slept in sleep_fn returns: a lease taken for a long
+ * sleep is cut back to what a polling consumer holds, so that the provider
+ * thread resumes soon if the application does not call DAT again. */
+typedef void (*sd_evq_sleep_done_fn)(void *arg);
+
 /* Inside a progress hook: true when it was called by dat_evd_dequeue or a
  * zero-timeout dat_evd_wait (a polling consumer), false in a waiter's
  * spin window before it sleeps. */
@@ -104,6 +120,10 @@ struct sd_evq {
     unsigned spin_fail;          /* waits in a row whose spin did not pay */
     unsigned spin_skip;          /* waits left that do not spin */
     atomic_bool has_progress;    /* hook set and armed */
+    sd_evq_sleep_fn sleep;       /* NULL: waiters sleep on cv only */
+    sd_evq_sleep_done_fn sleep_done;
+    int wake_fd;                 /* eventfd for a waiter in sleep (-1: none; closed when disarmed) */
+    bool w_in_sleep;             /* the waiter is in the sleep hook */
 };
 
 struct sd_evq_info {
@@ -181,6 +201,15 @@ void sd_evq_set_progress(struct sd_evq *q, sd_evq_progress_fn fn, void *arg,
  * fast path reads it): disarmed, dequeue, wait(0) and waiters behave as if
  * there were no hook. The owner disarms while it has nothing to progress. */
 void sd_evq_arm_progress(struct sd_evq *q, bool armed);
+/* Let waiters sleep in fn (see sd_evq_sleep_fn) instead of on their
+ * condition variable, in chunks (the hook's sockets are leased to the
+ * sleeper for that long): SD_EVQ_SLEEP_CHUNK_MS, doubling after each chunk
+ * that brought nothing up to SD_EVQ_SLEEP_CHUNK_MAX_MS, so that an idle
+ * waiter wakes a few times a second only. done runs when a waiter leaves
+ * after a chunk longer than the first. */
+#define SD_EVQ_SLEEP_CHUNK_MS 2
+#define SD_EVQ_SLEEP_CHUNK_MAX_MS 64
+void sd_evq_set_sleep(struct sd_evq *q, sd_evq_sleep_fn fn, sd_evq_sleep_done_fn done);
 
 void sd_evq_info(struct sd_evq *q, struct sd_evq_info *info);
 

@@ -9,9 +9,11 @@
  * neither (engine callbacks, dat_ep_free under cm_lock). */
 #include "lib/provider/progress.h"
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "emu/engine.h"
 #include "emu/log.h"
@@ -30,7 +32,7 @@ struct sd_prog_ent {
  * at most one per EVD, the receive and the request EVD): adding and
  * removing cost the same with 10,000 connections as with one. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static atomic_uint_fast64_t g_completions, g_busy_passes, g_registered;
+static atomic_uint_fast64_t g_completions, g_busy_passes, g_registered, g_sleeps;
 
 /* ------------------------------------------------------------ config */
 
@@ -105,6 +107,8 @@ void sd_progress_evd_init(struct sd_evd *evd)
     if (progress_off())
         return; /* no hook: nothing registers, the engine does everything */
     sd_evq_set_progress(&evd->q, sd_progress_evd_pass, evd, sd_progress_poll_us());
+    if (g_lease_us > 0)
+        sd_evq_set_sleep(&evd->q, sd_progress_evd_sleep, sd_progress_evd_sleep_done);
     sd_evq_arm_progress(&evd->q, false);
 }
 
@@ -170,6 +174,70 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
         atomic_fetch_add_explicit(&g_busy_passes, 1, memory_order_relaxed);
     }
     return empty ? -1 : n;
+}
+
+/* Sleeping on the sockets: this many at most (one poll(2) over them). */
+#define SD_SLEEP_MAX_QPS 8
+
+int sd_progress_evd_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_ms)
+{
+    (void)q;
+    struct sd_evd *evd = arg;
+    struct sd_progress_set *ps = &evd->ps;
+    int members = atomic_load_explicit(&ps->n, memory_order_relaxed);
+    if (members < 1 || members > SD_SLEEP_MAX_QPS || pthread_mutex_trylock(&ps->mu) != 0)
+        return -1;
+    struct pollfd pfd[SD_SLEEP_MAX_QPS + 1];
+    nfds_t n = 0;
+    /* The lease outlasts the sleep a little: the engine must not take the
+     * socket back (and be woken by the data too) just before we wake. */
+    uint64_t until = emu_now_us() + (uint64_t)timeout_ms * 1000u + g_lease_us;
+    bool ok = true;
+    for (struct sd_prog_ent *e = ps->head; e != NULL && ok; e = e->next) {
+        int fd = n < SD_SLEEP_MAX_QPS ? emu_qp_sleep_fd(e->qp, until) : -1;
+        ps->leased = true;
+        ok = fd >= 0;
+        pfd[n].fd = fd;
+        pfd[n].events = POLLIN;
+        pfd[n].revents = 0;
+        n++;
+    }
+    if (!ok || n == 0) {
+        release_leases(ps);
+        pthread_mutex_unlock(&ps->mu);
+        return -1;
+    }
+    /* Unlocked while asleep: sd_progress_remove must not wait for a
+     * sleeper. A descriptor closed meanwhile costs a wake-up at most (the
+     * pass after it revalidates everything under the lock); the removal's
+     * flush completions or terminal event wake us through wake_fd. */
+    pthread_mutex_unlock(&ps->mu);
+    pfd[n].fd = wake_fd;
+    pfd[n].events = POLLIN;
+    pfd[n].revents = 0;
+    int r = poll(pfd, n + 1, timeout_ms);
+    if (r > 0 && pfd[n].revents != 0) {
+        uint64_t v;
+        ssize_t got = read(wake_fd, &v, sizeof v);
+        (void)got;
+    }
+    atomic_fetch_add_explicit(&g_sleeps, 1, memory_order_relaxed);
+    if (r > 0)
+        emu_qp_sleep_woken();
+    return r > 0 ? 1 : 0;
+}
+
+void sd_progress_evd_sleep_done(void *arg)
+{
+    struct sd_evd *evd = arg;
+    struct sd_progress_set *ps = &evd->ps;
+    if (atomic_load_explicit(&ps->n, memory_order_relaxed) > SD_SLEEP_MAX_QPS ||
+        pthread_mutex_trylock(&ps->mu) != 0)
+        return; /* another consumer holds the set: it renews or gives back itself */
+    uint64_t until = emu_now_us() + g_lease_us;
+    for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
+        emu_qp_poll_trim(e->qp, until);
+    pthread_mutex_unlock(&ps->mu);
 }
 
 /* ------------------------------------------------------------ registry */
@@ -265,4 +333,5 @@ void sd_progress_get_stats(struct sd_progress_stats *out)
     out->completions = atomic_load(&g_completions);
     out->busy_passes = atomic_load(&g_busy_passes);
     out->registered = atomic_load(&g_registered);
+    out->sleeps = atomic_load(&g_sleeps);
 }

@@ -65,6 +65,13 @@ void sd_progress_evd_init(struct sd_evd *evd);
  * another consumer is in a pass), < 0: no QP registered. */
 int sd_progress_evd_pass(void *arg, struct sd_evq *q);
 
+/* The sd_evq_sleep_fn of an EVD: a waiter sleeps in poll(2) on the
+ * sockets of its QPs (at most SD_SLEEP_MAX_QPS, each leased to it so that
+ * the engine thread stays off them, emu_qp_sleep_fd) and on wake_fd. */
+int sd_progress_evd_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_ms);
+/* Its sd_evq_sleep_done_fn: the leases end within SOFTDAT_POLL_LEASE_US. */
+void sd_progress_evd_sleep_done(void *arg);
+
 /* ESTABLISHED, after emu_qp_attach: register ep->qp with ep->recv_evd and
  * ep->request_evd (once each). Idempotent. Any thread, no lock held. */
 void sd_progress_add(struct sd_ep *ep);
@@ -82,6 +89,7 @@ struct sd_progress_stats {
     uint64_t completions; /* completions produced by consumer passes */
     uint64_t busy_passes; /* passes that found completions to make */
     uint64_t registered;  /* (QP, EVD) registrations currently held */
+    uint64_t sleeps;      /* waiters' sleeps in poll(2) on their sockets */
 };
 void sd_progress_get_stats(struct sd_progress_stats *out);
 
