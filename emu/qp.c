@@ -405,6 +405,14 @@ void emu_qp_sleep_woken(void)
     tl_just_read = false;
 }
 
+/* Frames this thread's passes have processed (emu_qp_thread_rx_fpdus). */
+static _Thread_local uint64_t tl_rx_fpdus;
+
+uint64_t emu_qp_thread_rx_fpdus(void)
+{
+    return tl_rx_fpdus;
+}
+
 /* Identifies the polling thread (struct qp_poll.thread). */
 static _Thread_local char tl_poll_self;
 
@@ -670,8 +678,10 @@ int emu_qp_progress(struct emu_qp *qp)
     int n = 0;
     if (qp->rx.attached && !qp->rx.dead && qp->rx.fd >= 0) {
         uint32_t before = qp->rx.ncomp;
+        uint64_t fpdus = qp->rx.fpdus;
         int rc = consumer_rx_run(qp);
         n = (int)(qp->rx.ncomp - before);
+        tl_rx_fpdus += qp->rx.fpdus - fpdus;
         if (rc != EMU_RX_OK && !atomic_exchange(&qp->poll.off, true)) {
             /* End of stream or an error: the engine reports it (it may be
              * parked by a lease), and no lease is given from now on. */

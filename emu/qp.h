@@ -247,6 +247,10 @@ void emu_qp_poll_trim(struct emu_qp *qp, uint64_t until_us);
 /* The calling thread was woken from poll(2) on the descriptors of
  * emu_qp_sleep_fd: its next pass reads (no skipped pass). */
 void emu_qp_sleep_woken(void);
+/* How many frames the calling thread's emu_qp_progress passes have
+ * processed so far: a polling thread that finds no event may still be
+ * moving data (RDMA Writes placed by its passes), for lib/provider/evd.c. */
+uint64_t emu_qp_thread_rx_fpdus(void);
 /* Microseconds left of the consumer's lease (0: none), for tests. */
 uint64_t emu_qp_poll_lease_left_us(struct emu_qp *qp);
 /* A polling thread ends a pass over its QPs (after emu_qp_poll_lease and
