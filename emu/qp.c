@@ -270,6 +270,7 @@ int emu_qp_reset(struct emu_qp *qp)
         return -EBUSY;
     }
     qp->tx.dead = qp->tx.want_tx = qp->tx.disc_pending = qp->tx.disc_done = false;
+    atomic_store_explicit(&qp->poll.tx_waiting, false, memory_order_relaxed);
     qp->tx.hold = false;
     qp->tx.term_pending = false;
     for (int i = 0; i < EMU_QN_COUNT; i++)
@@ -403,6 +404,14 @@ static _Thread_local bool tl_just_read;
 void emu_qp_sleep_woken(void)
 {
     tl_just_read = false;
+}
+
+/* Sends continued by consumer passes (consumer_tx), process-wide. */
+static atomic_uint_fast64_t g_consumer_tx;
+
+uint64_t emu_qp_consumer_tx_count(void)
+{
+    return atomic_load_explicit(&g_consumer_tx, memory_order_relaxed);
 }
 
 /* Frames this thread's passes have processed (emu_qp_thread_rx_fpdus). */
@@ -621,7 +630,7 @@ int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
 void emu_qp_tx(struct emu_qp *qp)
 {
     pthread_mutex_lock(&qp->tx.lock);
-    qp->tx.want_tx = false;
+    qp_set_want_tx(qp, false);
     if (qp->link.c)
         emu_conn_want_tx(qp->link.c, false);
     qp_tx_pump(qp);
@@ -629,6 +638,9 @@ void emu_qp_tx(struct emu_qp *qp)
 }
 
 #define QP_POLL_MANY 16u  /* emu_qp_progress_many: more QPs than this, one by one */
+
+static int progress_rx(struct emu_qp *qp);
+static void consumer_tx(struct emu_qp *qp, bool writable);
 
 int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
 {
@@ -652,6 +664,8 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
     for (unsigned i = 0; i < n; i++) {
         pfd[i].fd = atomic_load_explicit(&qps[i]->rx.fd, memory_order_relaxed);
         pfd[i].events = POLLIN;
+        if (atomic_load_explicit(&qps[i]->poll.tx_waiting, memory_order_relaxed))
+            pfd[i].events |= POLLOUT;
         pfd[i].revents = 0;
     }
     /* A stale descriptor costs at most a useless emu_qp_progress, which
@@ -659,19 +673,56 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
     int r = poll(pfd, n, 0);
     tl_just_read = r > 0;
     for (unsigned i = 0; i < n; i++) {
-        if (r < 0 || pfd[i].revents != 0 ||
+        if (r < 0 || (pfd[i].revents & ~POLLOUT) != 0 ||
             atomic_load_explicit(&qps[i]->poll.rx_held, memory_order_relaxed))
-            made += emu_qp_progress(qps[i]);
+            made += progress_rx(qps[i]);
         else
             flush_deferred(qps[i], false);
+        if (r > 0 && pfd[i].revents == POLLOUT)
+            consumer_tx(qps[i], true);
     }
     return made;
+}
+
+/* A consumer pass continues a send side that waits for socket space
+ * (qp_tx_pump met EAGAIN), as the engine's write watch would: a thread that
+ * polls keeps a large transfer moving instead of waiting for the engine
+ * thread to be scheduled beside it (two spinning programs on two CPUs).
+ * The engine's watch stays as it is; whoever comes first writes.
+ * writable: the caller's poll(2) already said so. */
+static void consumer_tx(struct emu_qp *qp, bool writable)
+{
+    if (!atomic_load_explicit(&qp->poll.tx_waiting, memory_order_relaxed))
+        return;
+    if (!writable) {
+        struct pollfd p = {.fd = atomic_load_explicit(&qp->rx.fd, memory_order_relaxed),
+                           .events = POLLOUT};
+        if (p.fd < 0 || poll(&p, 1, 0) != 1 || p.revents != POLLOUT)
+            return; /* errors and hang-ups are the engine's to report */
+    }
+    if (pthread_mutex_trylock(&qp->tx.lock) != 0)
+        return;
+    if (qp->tx.want_tx) {
+        qp_set_want_tx(qp, false);
+        if (qp->link.c)
+            emu_conn_want_tx(qp->link.c, false);
+        qp_tx_pump(qp);
+        atomic_fetch_add_explicit(&g_consumer_tx, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&qp->tx.lock);
 }
 
 int emu_qp_progress(struct emu_qp *qp)
 {
     if (!qp)
         return 0;
+    int n = progress_rx(qp);
+    consumer_tx(qp, false);
+    return n;
+}
+
+static int progress_rx(struct emu_qp *qp)
+{
     flush_deferred(qp, false);
     if (pthread_mutex_trylock(&qp->rx.lock) != 0)
         return 0;

@@ -251,6 +251,9 @@ void emu_qp_sleep_woken(void);
  * processed so far: a polling thread that finds no event may still be
  * moving data (RDMA Writes placed by its passes), for lib/provider/evd.c. */
 uint64_t emu_qp_thread_rx_fpdus(void);
+/* How many times a consumer pass continued a send side that waited for
+ * socket space (instead of the engine thread), process-wide, for tests. */
+uint64_t emu_qp_consumer_tx_count(void);
 /* Microseconds left of the consumer's lease (0: none), for tests. */
 uint64_t emu_qp_poll_lease_left_us(struct emu_qp *qp);
 /* A polling thread ends a pass over its QPs (after emu_qp_poll_lease and

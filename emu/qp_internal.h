@@ -295,6 +295,7 @@ struct qp_poll {
     atomic_bool off;            /* the consumer met the end of the stream: no more leases */
     atomic_bool engine_parked;  /* the engine paused reading for a lease, its timer armed */
     atomic_bool rx_held;        /* input waits in the QP (RNR stall), not in the socket */
+    atomic_bool tx_waiting;     /* tx.want_tx, readable without tx.lock */
     _Atomic uint64_t last_post_us; /* emu_now_us() of the last send-queue post */
     unsigned looks;             /* engine only: leases found renewed in a row */
 };
@@ -316,6 +317,13 @@ struct emu_qp {
     struct qp_poll poll;
     atomic_bool fatal_sent;
 };
+
+/* (tx.lock) The send side waits for socket space, or no longer does. */
+static inline void qp_set_want_tx(struct emu_qp *qp, bool on)
+{
+    qp->tx.want_tx = on;
+    atomic_store_explicit(&qp->poll.tx_waiting, on, memory_order_relaxed);
+}
 
 /* qp.c */
 void qp_fatal(struct emu_qp *qp, bool remote, const struct emu_term *t, int err);

@@ -512,7 +512,7 @@ void qp_tx_pump(struct emu_qp *qp)
         }
         ssize_t n = emu_conn_writev(cn, b->iov + b->iov_pos, (int)(b->niov - b->iov_pos));
         if (n == -EAGAIN || n == 0) {
-            qp->tx.want_tx = true;
+            qp_set_want_tx(qp, true);
             emu_conn_want_tx(cn, true);
             return;
         }
@@ -529,7 +529,7 @@ void qp_tx_pump(struct emu_qp *qp)
     }
     if (b->rec_pos != b->nrec || (!qp->tx.dead && qp->tx.cur.kind != TXK_NONE)) {
         /* Out of rounds with work left: let the engine continue. */
-        qp->tx.want_tx = true;
+        qp_set_want_tx(qp, true);
         emu_conn_want_tx(cn, true);
         return;
     }
@@ -565,7 +565,7 @@ static void hand_over_rest(struct emu_qp *qp)
     if (rc != 0 && rc != -ENOTCONN)
         SD_WARN("qp", "%p Terminate not handed to the connection: %s", (void *)qp, strerror(-rc));
     qp->tx.term_pending = false;
-    qp->tx.want_tx = false;
+    qp_set_want_tx(qp, false);
     qp_tx_batch_reset(b);
 }
 
@@ -592,7 +592,7 @@ void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t)
      * connection's last words: the caller ends the connection right after,
      * and the engine writes them, then a FIN, within a bounded linger,
      * instead of the RST that would discard them (finding H2). */
-    qp->tx.want_tx = false;
+    qp_set_want_tx(qp, false);
     qp_tx_pump(qp);
     hand_over_rest(qp);
     qp->tx.dead = true;
