@@ -128,6 +128,22 @@ static void connect_pair(struct side *c, DAT_EP_HANDLE cep, struct side *s, DAT_
     ck_assert_dat_ok(s->p->psp_free_func(psp));
 }
 
+/* Two sides on p, an EP each with NRECV receives posted, c's connected to
+ * s's. */
+static void open_connected(DAT_PROVIDER *p, struct side *s, DAT_EP_HANDLE *sep, struct side *c,
+                           DAT_EP_HANDLE *cep)
+{
+    side_open(s, p);
+    side_open(c, p);
+    *sep = mk_ep(s);
+    *cep = mk_ep(c);
+    for (int i = 0; i < NRECV; i++) {
+        post_recv(s, *sep, i);
+        post_recv(c, *cep, i);
+    }
+    connect_pair(c, *cep, s, *sep);
+}
+
 static struct sd_evq *evq_of(DAT_EVD_HANDLE h)
 {
     return &((struct sd_evd *)h)->q;
@@ -325,14 +341,8 @@ START_TEST(pingpong_wait_engines_live)
 {
     DAT_PROVIDER *p = fx_provider("t-prog-live", "lo", DAT_FALSE);
     struct side s, c;
-    side_open(&s, p);
-    side_open(&c, p);
-    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
-    for (int i = 0; i < NRECV; i++) {
-        post_recv(&s, sep, i);
-        post_recv(&c, cep, i);
-    }
-    connect_pair(&c, cep, &s, sep);
+    DAT_EP_HANDLE sep, cep;
+    open_connected(p, &s, &sep, &c, &cep);
     struct pp sx = {&s, sep, 500, false, true, 0}, cx = {&c, cep, 500, false, false, 0};
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, pp_main, &sx), 0);
@@ -774,14 +784,8 @@ START_TEST(blocking_waiter_sleeps_on_its_sockets)
     setenv("SOFTDAT_POLL_US", "0", 1); /* no spin: one pass, then sleep */
     DAT_PROVIDER *p = fx_provider("t-prog-sleep", "lo", DAT_FALSE);
     struct side s, c;
-    side_open(&s, p);
-    side_open(&c, p);
-    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
-    for (int i = 0; i < NRECV; i++) {
-        post_recv(&s, sep, i);
-        post_recv(&c, cep, i);
-    }
-    connect_pair(&c, cep, &s, sep);
+    DAT_EP_HANDLE sep, cep;
+    open_connected(p, &s, &sep, &c, &cep);
 
     stall_begin(&s, &c);
     uint64_t sleeps0 = waiter_sleeps(), made0 = consumer_completions();
@@ -818,14 +822,8 @@ START_TEST(sleeping_waiter_leases_and_gives_back)
     setenv("SOFTDAT_POLL_US", "0", 1);
     DAT_PROVIDER *p = fx_provider("t-prog-idle", "lo", DAT_FALSE);
     struct side s, c;
-    side_open(&s, p);
-    side_open(&c, p);
-    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
-    for (int i = 0; i < NRECV; i++) {
-        post_recv(&s, sep, i);
-        post_recv(&c, cep, i);
-    }
-    connect_pair(&c, cep, &s, sep);
+    DAT_EP_HANDLE sep, cep;
+    open_connected(p, &s, &sep, &c, &cep);
 
     /* 60 ms of nothing: chunks of 2, 4, 8, 16 ms and the rest, not 30. */
     uint64_t sleeps0 = waiter_sleeps();
@@ -915,14 +913,8 @@ START_TEST(dto_spinner_yields_only_after_finding_nothing)
 {
     DAT_PROVIDER *p = fx_provider("t-prog-yield", "lo", DAT_FALSE);
     struct side s, c;
-    side_open(&s, p);
-    side_open(&c, p);
-    DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
-    for (int i = 0; i < NRECV; i++) {
-        post_recv(&s, sep, i);
-        post_recv(&c, cep, i);
-    }
-    connect_pair(&c, cep, &s, sep);
+    DAT_EP_HANDLE sep, cep;
+    open_connected(p, &s, &sep, &c, &cep);
     ck_assert(armed(c.dto));
 
     /* Fewer empty dequeues than one yield period: none, however slow. */
