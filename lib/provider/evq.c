@@ -458,14 +458,22 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
         }
         if (polling && (now < poll_end || !polled)) {
             polled = true;
-            /* Without a spin window this one call is also the last
-             * before sleeping (see `released` below). */
-            if (spin_us == 0) {
-                released = true;
-                tl_sleeping = true;
+            int r;
+            if (sleep_ok) {
+                /* It will sleep on the sockets: it may hold them now too,
+                 * as a polling consumer does, so that the engine stays
+                 * off them (no second thread woken for the same data). */
+                r = call_progress_polling(q);
+            } else {
+                /* Without a spin window this one call is also the last
+                 * before sleeping (see `released` below). */
+                if (spin_us == 0) {
+                    released = true;
+                    tl_sleeping = true;
+                }
+                r = call_progress(q);
+                tl_sleeping = false;
             }
-            int r = call_progress(q);
-            tl_sleeping = false;
             if (r < 0)
                 polling = false; /* nothing to progress: not a spin */
             else
