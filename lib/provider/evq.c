@@ -249,6 +249,14 @@ bool sd_evq_consumer_polling(void)
     return tl_polling;
 }
 
+/* Set while a waiter's spin window calls the hook as a poller. */
+static _Thread_local bool tl_wait_spin;
+
+bool sd_evq_consumer_wait_spinning(void)
+{
+    return tl_wait_spin;
+}
+
 static _Thread_local bool tl_sleeping;
 
 bool sd_evq_consumer_sleeping(void)
@@ -463,7 +471,9 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
                 /* It will sleep on the sockets: it may hold them now too,
                  * as a polling consumer does, so that the engine stays
                  * off them (no second thread woken for the same data). */
+                tl_wait_spin = true;
                 r = call_progress_polling(q);
+                tl_wait_spin = false;
             } else {
                 /* Without a spin window this one call is also the last
                  * before sleeping (see `released` below). */

@@ -83,9 +83,14 @@ typedef int (*sd_evq_sleep_fn)(void *arg, struct sd_evq *q, int wake_fd, int tim
 typedef void (*sd_evq_sleep_done_fn)(void *arg);
 
 /* Inside a progress hook: true when it was called by dat_evd_dequeue or a
- * zero-timeout dat_evd_wait (a polling consumer), false in a waiter's
- * spin window before it sleeps. */
+ * zero-timeout dat_evd_wait (a polling consumer), or by the spin window of
+ * a waiter that will sleep on its sockets (sd_evq_set_sleep); false in the
+ * spin window of one that will sleep on its condition variable. */
 bool sd_evq_consumer_polling(void);
+/* Inside a progress hook called as a poller: true when the caller is a
+ * waiter's spin window (it will sleep on the sockets if it can), not
+ * dat_evd_dequeue. */
+bool sd_evq_consumer_wait_spinning(void);
 /* Inside a progress hook: true for the last call of a waiter that is about
  * to sleep (it should give back whatever it took for polling). */
 bool sd_evq_consumer_sleeping(void);

@@ -46,6 +46,8 @@ static unsigned g_lease_us = SD_POLL_LEASE_US_DEFAULT;
  * 44 µs at 1 endpoint to 350 µs at 1,000 in test/e2e/scale.sh); the engine's
  * epoll, whose cost follows the ready sockets only, does it all. */
 #define SD_PROG_MAX_QPS 64
+/* Sleeping on the sockets: this many at most (one poll(2) over them). */
+#define SD_SLEEP_MAX_QPS 8
 
 static void read_env(void)
 {
@@ -146,7 +148,11 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     /* A polling consumer takes over the receive side: the engine stays
      * off these sockets while it keeps polling (emu_qp_poll_lease), so the
      * two do not fight over two CPUs for every frame. */
-    bool polling = sd_evq_consumer_polling() && g_lease_us > 0;
+    /* A waiter's spin leases only what it can then sleep on: more
+     * sockets than that would go back to the engine, kicked, before it
+     * sleeps on its condition variable. */
+    bool polling = sd_evq_consumer_polling() && g_lease_us > 0 &&
+                   !(sd_evq_consumer_wait_spinning() && members > SD_SLEEP_MAX_QPS);
     if (sd_evq_consumer_sleeping())
         release_leases(ps);
     if (polling)
@@ -176,8 +182,6 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     return empty ? -1 : n;
 }
 
-/* Sleeping on the sockets: this many at most (one poll(2) over them). */
-#define SD_SLEEP_MAX_QPS 8
 
 int sd_progress_evd_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_ms)
 {
