@@ -377,26 +377,26 @@ static DAT_RETURN sd_evd_post_se(DAT_EVD_HANDLE evd_handle, const DAT_EVENT *eve
  *   (dtestcm: 1,000-3,200 connections/s before, 8,500-12,400 after). A
  *   thread that also polls a DTO EVD (Open MPI's progress loop polls its
  *   DTO and connection EVDs in turn) is left to the next rule.
- * - A DTO EVD, whose dequeue drives receive progress itself: only once it
- *   has found nothing for a while. A yield with nothing else runnable on
- *   the CPU returns at once; with the peer program queued behind the
- *   spinner (more spinning threads than CPUs: a loaded laptop, a 1-CPU
- *   container), the peer runs now instead of at the end of the spinner's
- *   time slice: two polled programs pinned to one CPU ping-pong in tens of
- *   microseconds instead of 0.5-4 ms. But a yield to an unrelated program
- *   costs the spinner that program's time slice (a 2-CPU machine with a
- *   busy loop beside two polled programs: 64 B ping-pong 6.5 -> 13 us
- *   median when every spinner yielded after 10 us), so "a while" starts
- *   at SD_EVD_YIELD_START_US only for a thread allowed on a single CPU, at
- *   SD_EVD_YIELD_MAX_US elsewhere, and never goes below where it started.
- *   It adapts per thread: a yield that was away for SD_EVD_YIELD_LONG_US
- *   or more doubles it (up to SD_EVD_YIELD_MAX_US), one that was away for
- *   less (but long enough for another thread to have run,
- *   SD_EVD_YIELD_SWITCH_US) and was followed within SD_EVD_YIELD_PAID_US
- *   by an event (the producer ran meanwhile) halves it. (Letting it fall
- *   below 1 ms on a thread with several CPUs made Open MPI's polling ranks
- *   yield 90,000-160,000 times in a latency run on a loaded host, where
- *   any short yield looks paid: 8 B latency 9.6 -> 23-45 us.) */
+ * - A DTO EVD, whose dequeue drives receive progress itself: only on a
+ *   thread allowed on a single CPU (a 1-CPU container, taskset), once it
+ *   has found nothing for a while. There the peer program, queued behind
+ *   the spinner, can run only when the spinner lets it: two polled
+ *   programs pinned to one CPU ping-pong in tens of microseconds instead
+ *   of 0.5-4 ms. Elsewhere a DTO EVD that shows nothing does not mean
+ *   nothing happens (Open MPI's ranks find their messages in memory, placed
+ *   by the engine thread when they lose the lease), and a yield on a
+ *   loaded host hands the CPU to an unrelated program for its time slice:
+ *   yielding there after 1 ms of nothing made those ranks yield
+ *   7,000-110,000 times per latency run (8 B: 7 -> 11-27 us), and after
+ *   10 us cost a 2-CPU machine with a busy loop 6.5 -> 13 us of ping-pong
+ *   latency. "A while" starts at SD_EVD_YIELD_START_US and adapts per
+ *   thread: a yield that was away for SD_EVD_YIELD_LONG_US or more (an
+ *   unrelated program took the CPU) doubles it, up to SD_EVD_YIELD_MAX_US;
+ *   one that was away for less (but long enough for another thread to have
+ *   run, SD_EVD_YIELD_SWITCH_US) and was followed within
+ *   SD_EVD_YIELD_PAID_US by an event (the producer ran meanwhile) halves
+ *   it, down to the start. A dequeue whose pass placed frames (RDMA Writes
+ *   the program finds in memory) counts as finding something. */
 #define SD_EVD_YIELD_START_US 10u
 #define SD_EVD_YIELD_MAX_US 1000u
 #define SD_EVD_YIELD_LONG_US 200u
@@ -429,15 +429,15 @@ struct spin_state {
 
 static _Thread_local struct spin_state tl_spin;
 
-/* Where the thread it waits for can only run on its CPU (a thread allowed
- * on one CPU), a spinner yields soon; elsewhere only after a long stall,
- * until yields are seen to pay. */
+#define SD_EVD_YIELD_NEVER UINT64_MAX
+
+/* Only a thread allowed on a single CPU yields (see above). */
 static uint64_t start_after_us(void)
 {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1)
         return SD_EVD_YIELD_START_US;
-    return SD_EVD_YIELD_MAX_US;
+    return SD_EVD_YIELD_NEVER;
 }
 
 static void dto_spin(struct spin_state *st, bool found)
@@ -451,6 +451,8 @@ static void dto_spin(struct spin_state *st, bool found)
     }
     if (st->after_us == 0)
         st->after_us = st->floor_us = start_after_us();
+    if (st->after_us == SD_EVD_YIELD_NEVER)
+        return;
     if (found) {
         if (st->short_yield && emu_now_us() - st->back_us < SD_EVD_YIELD_PAID_US &&
             st->after_us / 2 >= st->floor_us)
@@ -475,6 +477,11 @@ static void dto_spin(struct spin_state *st, bool found)
     uint64_t away = back - now;
     st->short_yield = away >= SD_EVD_YIELD_SWITCH_US && away < SD_EVD_YIELD_LONG_US;
     st->back_us = back;
+    /* The next yield needs another whole wait of finding nothing: on a
+     * loaded host the wall clock runs on while the thread is preempted,
+     * and a yield at every 16th dequeue from then on fed itself (Open
+     * MPI's ranks: 100,000 yields per latency run at load 5). */
+    st->since_us = back;
     if (away >= SD_EVD_YIELD_LONG_US && st->after_us * 2 <= SD_EVD_YIELD_MAX_US)
         st->after_us *= 2;
 }

@@ -875,15 +875,17 @@ static void dequeue_empty(struct side *x, DAT_EVD_HANDLE evd, int times)
 }
 
 struct spin_arg {
-    struct side *x;
+    struct side *s, *c;
+    DAT_EP_HANDLE sep;
     bool one_cpu;
-    uint64_t yields;
-    double took_s;
+    uint64_t yields_early, yields, yields_after_event;
 };
 
-/* Spins on x's DTO EVD, finding nothing, for 300 us (and 64 dequeues at
- * least); on one CPU if asked. */
-static void *spin_300us(void *arg)
+/* On c's DTO EVD, finding nothing, from a new thread (the state is per
+ * thread), allowed on one CPU if asked: 15 dequeues (less than a yield
+ * period), then 300 us and 64 dequeues at least (sanitizers slow each
+ * down a lot), then one event from s and 15 more empty dequeues. */
+static void *spin_thread(void *arg)
 {
     struct spin_arg *a = arg;
     if (a->one_cpu) {
@@ -894,21 +896,32 @@ static void *spin_300us(void *arg)
         ck_assert_int_eq(sched_setaffinity(0, sizeof set, &set), 0);
     }
     uint64_t y0 = sd_evd_spin_yields();
+    dequeue_empty(a->c, a->c->dto, 15);
+    a->yields_early = sd_evd_spin_yields() - y0;
     double start = now_s();
-    /* 300 us, and at least a few yield periods (sanitizers slow each
-     * dequeue down a lot). */
     for (int i = 0; i < 64 || now_s() < start + 0.0003; i++)
-        dequeue_empty(a->x, a->x->dto, 1);
-    a->took_s = now_s() - start;
+        dequeue_empty(a->c, a->c->dto, 1);
     a->yields = sd_evd_spin_yields() - y0;
+    /* An event ends the empty run: the count starts again from zero. */
+    post_send(a->s, a->sep, 1);
+    DAT_EVENT ev;
+    DAT_RETURN rc = DAT_QUEUE_EMPTY;
+    for (double end = now_s() + 5.0; now_s() < end && rc != DAT_SUCCESS;)
+        rc = a->c->p->evd_dequeue_func(a->c->dto, &ev);
+    ck_assert_dat_ok(rc);
+    ck_assert_int_eq(ev.event_data.dto_completion_event_data.operation, DAT_DTO_RECEIVE);
+    uint64_t y1 = sd_evd_spin_yields();
+    dequeue_empty(a->c, a->c->dto, 15);
+    a->yields_after_event = sd_evd_spin_yields() - y1;
     return NULL;
 }
 
-/* A thread spinning on a DTO EVD gives its CPU away only once it has found
- * nothing for a while (evd.c, yield_if_spinning): a polled ping-pong whose
- * answer is a few microseconds away never pays a sched_yield, while two
- * polling programs that share one CPU let each other run instead of
- * waiting for the scheduler's tick (docs/perf.md). */
+/* A thread spinning on a DTO EVD gives its CPU away only where its peer
+ * may need that CPU to run (a thread allowed on one CPU) and only once it
+ * has found nothing for a while (evd.c, yield_if_spinning): two polling
+ * programs that share one CPU let each other run instead of waiting for
+ * the scheduler's tick, and nowhere does a polled ping-pong whose answer
+ * is microseconds away pay a sched_yield (docs/perf.md). */
 START_TEST(dto_spinner_yields_only_after_finding_nothing)
 {
     DAT_PROVIDER *p = fx_provider("t-prog-yield", "lo", DAT_FALSE);
@@ -917,50 +930,27 @@ START_TEST(dto_spinner_yields_only_after_finding_nothing)
     open_connected(p, &s, &sep, &c, &cep);
     ck_assert(armed(c.dto));
 
-    /* Fewer empty dequeues than one yield period: none, however slow. */
-    uint64_t y0 = sd_evd_spin_yields();
-    dequeue_empty(&c, c.dto, 15);
-    ck_assert_uint_eq(sd_evd_spin_yields(), y0);
-
-    /* Finding nothing for 5 ms: it yields. */
-    DAT_EVENT ev;
-    for (double end = now_s() + 0.005; now_s() < end;)
-        dequeue_empty(&c, c.dto, 1);
-    uint64_t y1 = sd_evd_spin_yields();
-    ck_assert_uint_gt(y1, y0);
-
-    /* An event ends the empty run: the count starts again from zero. */
-    post_send(&s, sep, 1);
-    DAT_RETURN rc = DAT_QUEUE_EMPTY;
-    for (double end = now_s() + 5.0; now_s() < end && rc != DAT_SUCCESS;)
-        rc = p->evd_dequeue_func(c.dto, &ev);
-    ck_assert_dat_ok(rc);
-    ck_assert_int_eq(ev.event_data.dto_completion_event_data.operation, DAT_DTO_RECEIVE);
-    uint64_t y2 = sd_evd_spin_yields();
-    dequeue_empty(&c, c.dto, 15);
-    ck_assert_uint_eq(sd_evd_spin_yields(), y2);
-
-    /* An EVD only the engine fills yields at every 16th empty dequeue. */
-    dequeue_empty(&c, c.cr, 16);
-    ck_assert_uint_eq(sd_evd_spin_yields(), y2 + 1);
-
-    /* How soon depends on where the thread may run: allowed on one CPU
-     * (its peer can only run if it lets it), a spinner yields within
-     * 300 us; allowed on several, not that soon (the state is per thread:
-     * each case runs in a new one). */
-    struct spin_arg one = {&c, true, 0, 0}, many = {&c, false, 0, 0};
+    struct spin_arg one = {&s, &c, sep, true, 0, 0, 0};
     pthread_t th;
-    ck_assert_int_eq(pthread_create(&th, NULL, spin_300us, &one), 0);
+    ck_assert_int_eq(pthread_create(&th, NULL, spin_thread, &one), 0);
     pthread_join(th, NULL);
+    ck_assert_uint_eq(one.yields_early, 0);
     ck_assert_uint_gt(one.yields, 0);
+    ck_assert_uint_eq(one.yields_after_event, 0);
+
     cpu_set_t set;
     ck_assert_int_eq(sched_getaffinity(0, sizeof set, &set), 0);
     if (CPU_COUNT(&set) > 1) {
-        ck_assert_int_eq(pthread_create(&th, NULL, spin_300us, &many), 0);
+        struct spin_arg many = {&s, &c, sep, false, 0, 0, 0};
+        ck_assert_int_eq(pthread_create(&th, NULL, spin_thread, &many), 0);
         pthread_join(th, NULL);
-        if (many.took_s < 0.0009) /* not preempted into a long stall */
-            ck_assert_uint_eq(many.yields, 0);
+        ck_assert_uint_eq(many.yields, 0);
     }
+
+    /* An EVD only the engine fills yields at every 16th empty dequeue. */
+    uint64_t y0 = sd_evd_spin_yields();
+    dequeue_empty(&c, c.cr, 16);
+    ck_assert_uint_eq(sd_evd_spin_yields(), y0 + 1);
 
     side_close(&c);
     side_close(&s);
