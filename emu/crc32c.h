@@ -24,10 +24,20 @@ uint32_t emu_crc32c(uint32_t crc, const void *buf, size_t len);
 /* Continue `crc` over every iovec in order (zero-length entries allowed). */
 uint32_t emu_crc32c_iov(uint32_t crc, const struct iovec *iov, int iovcnt);
 
+/* Copy src[0..len) to dst and continue `crc` over the same bytes, in one
+ * pass: the result equals memcpy(dst, src, len) then emu_crc32c(crc, dst,
+ * len). Each word is loaded once, then both stored and summed, so the CRC
+ * covers exactly the bytes written to dst even if src changes meanwhile
+ * (the transmit side stages payload it does not own: emu/qp_tx.c). dst
+ * and src must not overlap; either may be NULL iff len is 0. */
+uint32_t emu_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
+
 /* The two implementations, exposed for tests and benchmarks. The hardware
- * one must only be called when emu_crc32c_hw_available() is true. */
+ * ones must only be called when emu_crc32c_hw_available() is true. */
 uint32_t emu_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 uint32_t emu_crc32c_hw(uint32_t crc, const void *buf, size_t len);
+uint32_t emu_crc32c_copy_sw(uint32_t crc, void *dst, const void *src, size_t len);
+uint32_t emu_crc32c_copy_hw(uint32_t crc, void *dst, const void *src, size_t len);
 bool emu_crc32c_hw_available(void);
 
 /* Name of the implementation emu_crc32c() dispatches to ("sse4.2" or
