@@ -34,6 +34,7 @@
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
 #define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */
+#define QP_TX_ROUNDS 64                 /* writev rounds of one transmit pass (qp_tx_pump) */
 #define QP_TX_MULPDU_MAX 65535u         /* 16-bit ULPDU_Length limit */
 /* CRC on: every FPDU's payload is copied here and sent from the copy, so
  * the CRC covers exactly the bytes on the wire (the source may change under

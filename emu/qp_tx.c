@@ -509,7 +509,8 @@ void qp_tx_pump(struct emu_qp *qp)
     if (!cn || qp->tx.want_tx || qp->tx.hold)
         return;
     struct txbatch *b = &qp->tx.tb;
-    for (int round = 0; round < 64; round++) {
+    int round;
+    for (round = 0; round < QP_TX_ROUNDS; round++) {
         if (b->rec_pos == b->nrec) {
             qp_tx_batch_reset(b);
             if (qp->tx.term_pending)
@@ -536,8 +537,12 @@ void qp_tx_pump(struct emu_qp *qp)
         }
         consume(qp, (size_t)n);
     }
-    if (b->rec_pos != b->nrec || (!qp->tx.dead && qp->tx.cur.kind != TXK_NONE)) {
-        /* Out of rounds with work left: let the engine continue. */
+    if (round == QP_TX_ROUNDS && (b->rec_pos != b->nrec || !qp->tx.dead)) {
+        /* Out of rounds: let the engine continue. Work may be left even
+         * when the last batch went out whole and ended a message: WRs,
+         * Read Responses or a probe not started yet (they were stranded
+         * until the next post when only the batch and the message in
+         * progress were looked at). */
         qp->tx.want_tx = true;
         emu_conn_want_tx(cn, true);
         return;
