@@ -2,14 +2,15 @@
  * trailer state machine per connection. Every header is validated (DDP/RDMAP
  * parse, memory table, receive buffer) before a payload byte is placed.
  * Small FPDUs are parsed out of a 64 KiB prefetch buffer (one recv brings
- * many); a payload remainder of 16 KiB or more is read straight into the
- * receive buffer or the target region, with 256 bytes of the prefetch
- * buffer as the last iovec so that the trailer and the next header come in
- * with the same syscall.
+ * many); with CRC off a payload remainder of 16 KiB or more is read
+ * straight into the receive buffer or the target region, with 256 bytes of
+ * the prefetch buffer as the last iovec so that the trailer and the next
+ * header come in with the same syscall.
  *
- * CRC (when negotiated) is computed while placing and compared at the
- * trailer: data read in place is checked after it was placed (as siw does);
- * a mismatch sends Terminate LLP/CRC and breaks the connection, so the
+ * CRC (when negotiated): a payload goes through the prefetch buffer and is
+ * placed only once its whole FPDU is there and its CRC matched
+ * (place_verified), so a damaged frame never changes target memory; a
+ * mismatch sends Terminate LLP/CRC and breaks the connection, so the
  * damaged message never completes successfully.
  *
  * What each opcode does is in qp_rx_op.c (one handler table); failures
