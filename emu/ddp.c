@@ -207,14 +207,20 @@ size_t emu_fpdu_build_trailer(const uint8_t *hdr, size_t hdr_len,
                               const struct iovec *payload, int iovcnt, bool crc_on,
                               uint8_t *trailer)
 {
-    unsigned pad = emu_fpdu_pad(emu_get_be16(hdr));
-    memset(trailer, 0, EMU_FPDU_TRAILER_MAX);
     if (crc_on) {
         uint32_t c = emu_crc32c(0, hdr, hdr_len);
-        c = emu_crc32c_iov(c, payload, iovcnt);
-        c = emu_crc32c(c, trailer, pad); /* pad bytes are zero */
-        emu_crc32c_put_le(trailer + pad, c);
+        return emu_fpdu_trailer_crc(hdr, emu_crc32c_iov(c, payload, iovcnt), trailer);
     }
+    memset(trailer, 0, EMU_FPDU_TRAILER_MAX);
+    return emu_fpdu_pad(emu_get_be16(hdr)) + EMU_FPDU_CRC_BYTES;
+}
+
+size_t emu_fpdu_trailer_crc(const uint8_t *hdr, uint32_t crc, uint8_t *trailer)
+{
+    unsigned pad = emu_fpdu_pad(emu_get_be16(hdr));
+    memset(trailer, 0, EMU_FPDU_TRAILER_MAX);
+    crc = emu_crc32c(crc, trailer, pad); /* pad bytes are zero */
+    emu_crc32c_put_le(trailer + pad, crc);
     return pad + EMU_FPDU_CRC_BYTES;
 }
 

@@ -244,6 +244,12 @@ size_t emu_fpdu_build_trailer(const uint8_t *hdr, size_t hdr_len,
                               const struct iovec *payload, int iovcnt,
                               bool crc_on, uint8_t *trailer);
 
+/* The same with CRC on, for a caller that already has the CRC (emu_crc32c
+ * value) over the header and the payload: it summed the payload while
+ * copying it (emu_crc32c_copy, emu/qp_tx.c). Adds the pad, stores the CRC
+ * field; returns the trailer length (4..7). */
+size_t emu_fpdu_trailer_crc(const uint8_t *hdr, uint32_t crc, uint8_t *trailer);
+
 /* Receive-side CRC check of a complete FPDU held as iovecs (from the
  * ULPDU_Length field to the end of the CRC field). True if it matches. */
 bool emu_fpdu_crc_ok(const struct iovec *fpdu, int iovcnt);

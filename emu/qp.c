@@ -206,7 +206,7 @@ int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out)
     qp->tx.sq_sge = calloc((size_t)qp->tx.sq_cap * qp->a.max_sge, sizeof *qp->tx.sq_sge);
     qp->orq.cap = qp->tx.sq_cap + QP_PROBES_MAX; /* every SQ entry a Read, plus the probes */
     qp->orq.ent = calloc(qp->orq.cap, sizeof *qp->orq.ent);
-    qp->rx.pf = malloc(QP_PF_SIZE);
+    qp->rx.pf = malloc(QP_PF_ALLOC);
     if (!a->srq) {
         qp->rq.cap = a->max_recv_wr;
         qp->rq.ring = calloc(qp->rq.cap, sizeof *qp->rq.ring);
@@ -313,7 +313,7 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     /* CRC on: the transmit staging area (qp_tx.c), once per QP. */
     uint8_t *stage = NULL;
     if (info.crc) {
-        stage = malloc(QP_TX_STAGE_BYTES);
+        stage = aligned_alloc(QP_TX_STAGE_ALIGN, QP_TX_STAGE_BYTES);
         if (!stage) {
             free(irq);
             return -ENOMEM;

@@ -13,6 +13,12 @@
 #include <stdatomic.h>
 
 #define QP_PF_SIZE (64u * 1024u)        /* receive prefetch buffer */
+/* CRC on: the prefetch buffer's reads may run this much further, so that
+ * a largest FPDU (65,544 bytes) read from its start is whole in one read,
+ * and the bytes of the next one carried over to the front are this few
+ * (qp_rx.c, rx_run). */
+#define QP_PF_CRC_ROOM 1024u
+#define QP_PF_ALLOC (QP_PF_SIZE + QP_PF_CRC_ROOM)
 #define QP_DIRECT_MIN (16u * 1024u)     /* payload >= this is read in place */
 #define QP_PF_FIRST 1024u               /* a pass's first read on a stream of large payloads */
 #define QP_LARGE_RUN 64u                /* small FPDUs in a row that end such a stream */
@@ -28,12 +34,14 @@
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
 #define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */
+#define QP_TX_ROUNDS 64                 /* writev rounds of one transmit pass (qp_tx_pump) */
 #define QP_TX_MULPDU_MAX 65535u         /* 16-bit ULPDU_Length limit */
 /* CRC on: every FPDU's payload is copied here and sent from the copy, so
  * the CRC covers exactly the bytes on the wire (the source may change under
  * us: a Read Response's region belongs to a running application). Holds
  * four maximum-size FPDUs; it bounds coalescing when CRC is on. */
 #define QP_TX_STAGE_BYTES (256u * 1024u)
+#define QP_TX_STAGE_ALIGN 64u           /* each FPDU's staged payload starts on a cache line */
 
 /* WQ_WAIT: a Read/atomic sent, its response due. WQ_ACK: a Send/Write
  * handed to the socket, its placement not yet confirmed (placement_ack). */

@@ -2,14 +2,15 @@
  * trailer state machine per connection. Every header is validated (DDP/RDMAP
  * parse, memory table, receive buffer) before a payload byte is placed.
  * Small FPDUs are parsed out of a 64 KiB prefetch buffer (one recv brings
- * many); a payload remainder of 16 KiB or more is read straight into the
- * receive buffer or the target region, with 256 bytes of the prefetch
- * buffer as the last iovec so that the trailer and the next header come in
- * with the same syscall.
+ * many); with CRC off a payload remainder of 16 KiB or more is read
+ * straight into the receive buffer or the target region, with 256 bytes of
+ * the prefetch buffer as the last iovec so that the trailer and the next
+ * header come in with the same syscall.
  *
- * CRC (when negotiated) is computed while placing and compared at the
- * trailer: data read in place is checked after it was placed (as siw does);
- * a mismatch sends Terminate LLP/CRC and breaks the connection, so the
+ * CRC (when negotiated): a payload goes through the prefetch buffer and is
+ * placed only once its whole FPDU is there and its CRC matched
+ * (place_verified), so a damaged frame never changes target memory; a
+ * mismatch sends Terminate LLP/CRC and breaks the connection, so the
  * damaged message never completes successfully.
  *
  * What each opcode does is in qp_rx_op.c (one handler table); failures
@@ -299,6 +300,37 @@ static int process(struct emu_qp *qp)
 
 static int rx_run(struct emu_qp *qp, int fd);
 
+static uint32_t pf_cap(const struct emu_qp *qp)
+{
+    return qp->link.crc ? QP_PF_ALLOC : QP_PF_SIZE;
+}
+
+/* Before a read into the prefetch buffer: bytes process() left waiting (an
+ * FPDU checked whole before placement, CRC on) stay where they are if the
+ * rest of that FPDU fits behind them, else move to the front. Moving them
+ * on every read copied up to 64 KiB per FPDU: a read of the whole buffer
+ * held all but the last few bytes of a largest FPDU, the next read only
+ * those (QP_PF_CRC_ROOM now makes such a read hold it whole). Returns the
+ * number of bytes kept. */
+static uint32_t pf_make_room(struct emu_qp *qp)
+{
+    uint32_t keep = qp->rx.pf_len - qp->rx.pf_off;
+    if (keep == 0) {
+        qp->rx.pf_off = qp->rx.pf_len = 0;
+        return 0;
+    }
+    if (qp->link.crc && qp->rx.phase == RX_PAY) {
+        uint64_t end = (uint64_t)qp->rx.pf_off + qp->rx.pay_left + emu_fpdu_pad(qp->rx.ulpdu_len) + 4;
+        if (end <= QP_PF_ALLOC)
+            return keep;
+    }
+    if (qp->rx.pf_off > 0)
+        memmove(qp->rx.pf, qp->rx.pf + qp->rx.pf_off, keep);
+    qp->rx.pf_off = 0;
+    qp->rx.pf_len = keep;
+    return keep;
+}
+
 /* Receive completions reach the consumer once the bytes read with them are
  * processed: a placement probe right behind a Send is answered (its
  * response handed to the socket) before the consumer learns of the Send
@@ -372,14 +404,8 @@ static int rx_run(struct emu_qp *qp, int fd)
                 qp->rx.pf_len = (uint32_t)((size_t)n - placed);
             }
         } else {
-            /* Bytes process() left waiting (an FPDU checked whole before
-             * placement) move to the front; the new ones go behind them. */
-            uint32_t keep = qp->rx.pf_len - qp->rx.pf_off;
-            if (keep > 0 && qp->rx.pf_off > 0)
-                memmove(qp->rx.pf, qp->rx.pf + qp->rx.pf_off, keep);
-            qp->rx.pf_off = 0;
-            qp->rx.pf_len = keep;
-            asked = QP_PF_SIZE - keep;
+            uint32_t keep = pf_make_room(qp);
+            asked = pf_cap(qp) - qp->rx.pf_len;
             /* On a stream of large payloads (RDMA pipelines), a pass's
              * first read stops short: the header it brings lets the rest
              * be read in place, where a full buffer would have copied up
@@ -388,9 +414,9 @@ static int rx_run(struct emu_qp *qp, int fd)
              * recv(2) for as many as have come. */
             if (keep == 0 && qp->rx.small_run < QP_LARGE_RUN && !qp->link.crc)
                 asked = QP_PF_FIRST;
-            n = emu_wire_recv1(qp->link.wire, fd, qp->rx.pf + keep, asked, MSG_DONTWAIT);
+            n = emu_wire_recv1(qp->link.wire, fd, qp->rx.pf + qp->rx.pf_len, asked, MSG_DONTWAIT);
             if (n > 0)
-                qp->rx.pf_len = keep + (uint32_t)n;
+                qp->rx.pf_len += (uint32_t)n;
         }
         if (n == 0)
             return EMU_RX_EOF;

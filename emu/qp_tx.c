@@ -3,6 +3,7 @@
  * Everything here runs with tx.lock held. */
 #include "emu/qp_internal.h"
 
+#include "emu/crc32c.h"
 #include "emu/fault.h"
 
 #include "emu/log.h"
@@ -28,21 +29,23 @@ static bool batch_room(const struct emu_qp *qp)
 }
 
 /* CRC on: copy the payload into the staging area and describe it by one
- * iovec there. The CRC is then computed over, and the socket is given,
- * the same private bytes: the source (a Read Response's region, which its
+ * iovec there, continuing *crc over the bytes as they are copied (one
+ * pass: emu_crc32c_copy). The CRC covers, and the socket is given, the
+ * same private bytes: the source (a Read Response's region, which its
  * owner may write at any time; or a buffer a careless consumer reuses) can
- * change between the two without corrupting the stream, as on an RNIC
- * that computes the CRC over the bytes it DMAs. */
+ * change meanwhile without corrupting the stream, as on an RNIC that
+ * computes the CRC over the bytes it DMAs. Each FPDU's copy starts on a
+ * cache line (QP_TX_STAGE_ALIGN). */
 static uint32_t stage_payload(struct txbatch *b, const struct iovec *pay, uint32_t npay,
-                              struct iovec *out)
+                              struct iovec *out, uint32_t *crc)
 {
     uint8_t *dst = b->stage + b->stage_used;
     size_t n = 0;
     for (uint32_t i = 0; i < npay; i++) {
-        memcpy(dst + n, pay[i].iov_base, pay[i].iov_len);
+        *crc = emu_crc32c_copy(*crc, dst + n, pay[i].iov_base, pay[i].iov_len);
         n += pay[i].iov_len;
     }
-    b->stage_used += (uint32_t)n;
+    b->stage_used = (b->stage_used + (uint32_t)n + QP_TX_STAGE_ALIGN - 1) & ~(QP_TX_STAGE_ALIGN - 1);
     out->iov_base = dst;
     out->iov_len = n;
     return n ? 1 : 0;
@@ -55,15 +58,22 @@ static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const stru
     struct txbatch *b = &qp->tx.tb;
     uint32_t r = b->nrec;
     size_t hlen = 0;
-    struct iovec staged;
-    if (qp->link.crc && paylen > 0) {
-        npay = stage_payload(b, pay, npay, &staged);
-        pay = &staged;
-    }
     int rc = emu_fpdu_build_hdr(h, paylen, b->hdr[r], EMU_FPDU_HDR_MAX, &hlen);
     if (rc != EMU_DDP_OK) {
         SD_ERR("qp", "%p cannot build FPDU: %s", (void *)qp, emu_ddp_strerror(rc));
         return false;
+    }
+    size_t tl;
+    struct iovec staged;
+    if (qp->link.crc) {
+        uint32_t crc = emu_crc32c(0, b->hdr[r], hlen);
+        if (paylen > 0) {
+            npay = stage_payload(b, pay, npay, &staged, &crc);
+            pay = &staged;
+        }
+        tl = emu_fpdu_trailer_crc(b->hdr[r], crc, b->trl[r]);
+    } else {
+        tl = emu_fpdu_build_trailer(b->hdr[r], hlen, pay, (int)npay, false, b->trl[r]);
     }
     b->iov[b->niov].iov_base = b->hdr[r];
     b->iov[b->niov].iov_len = hlen;
@@ -71,7 +81,6 @@ static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const stru
     for (uint32_t i = 0; i < npay; i++)
         if (pay[i].iov_len)
             b->iov[b->niov++] = pay[i];
-    size_t tl = emu_fpdu_build_trailer(b->hdr[r], hlen, pay, (int)npay, qp->link.crc, b->trl[r]);
     if (qp->link.crc && emu_fault_hit(EMU_FAULT_CRC)) /* SOFTDAT_FAULT crc= */
         b->trl[r][tl - 1] ^= 0xFF;
     b->iov[b->niov].iov_base = b->trl[r];
@@ -500,7 +509,8 @@ void qp_tx_pump(struct emu_qp *qp)
     if (!cn || qp->tx.want_tx || qp->tx.hold)
         return;
     struct txbatch *b = &qp->tx.tb;
-    for (int round = 0; round < 64; round++) {
+    int round;
+    for (round = 0; round < QP_TX_ROUNDS; round++) {
         if (b->rec_pos == b->nrec) {
             qp_tx_batch_reset(b);
             if (qp->tx.term_pending)
@@ -527,8 +537,12 @@ void qp_tx_pump(struct emu_qp *qp)
         }
         consume(qp, (size_t)n);
     }
-    if (b->rec_pos != b->nrec || (!qp->tx.dead && qp->tx.cur.kind != TXK_NONE)) {
-        /* Out of rounds with work left: let the engine continue. */
+    if (round == QP_TX_ROUNDS && (b->rec_pos != b->nrec || !qp->tx.dead)) {
+        /* Out of rounds: let the engine continue. Work may be left even
+         * when the last batch went out whole and ended a message: WRs,
+         * Read Responses or a probe not started yet (they were stranded
+         * until the next post when only the batch and the message in
+         * progress were looked at). */
         qp_set_want_tx(qp, true);
         emu_conn_want_tx(cn, true);
         return;

@@ -531,6 +531,41 @@ START_TEST(t_large_writes_read_in_place)
 }
 END_TEST
 
+/* A transmit pass is bounded (64 writev rounds), then hands over to the
+ * engine. A backlog queued while the socket was full (B stalled) goes out
+ * in such passes; when the 64th round ends exactly at a message's end
+ * (every 32-Write batch of small Writes does), the WRs not started yet
+ * must still be handed over, not stranded until the next post. */
+START_TEST(t_tx_backlog_beyond_one_pass)
+{
+    struct qpcfg cfg = qp_defcfg;
+    cfg.sq = 4096;
+    qp_pair_up_cfg(&cfg, &qp_defcfg, EMU_CRC_OFF);
+    enum { BIG = 32 << 20, SMALL = 3000 };
+    uint8_t *tgt = calloc(1, BIG), *src = malloc(BIG);
+    qp_fill(src, BIG, 31);
+    struct emu_mr *mr;
+    uint32_t stag = qp_reg(&B, tgt, BIG, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE, &mr);
+    qp_stall(&B);
+    /* More than the socket buffers hold: the pass stops on EAGAIN, the
+     * small Writes after it queue up behind. */
+    ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_WRITE, 0, src, BIG, stag, (uintptr_t)tgt, 0), 0);
+    for (int i = 1; i <= SMALL; i++)
+        ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_WRITE, (uint64_t)i, src + 8 * (i % 64), 8, stag,
+                                      (uintptr_t)tgt + 8 * (i % 64), 0),
+                         0);
+    qp_unstall();
+    ck_assert_msg(QP_WAIT_FOR(&A, A.ns == SMALL + 1), "%d of %d Writes completed", qp_get_ns(&A),
+                  SMALL + 1);
+    for (int i = 0; i <= SMALL; i++)
+        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
+    emu_mem_mr_free(mr, 1000);
+    free(tgt);
+    free(src);
+    qp_pair_down();
+}
+END_TEST
+
 enum werr { WE_STAG, WE_PZ, WE_ACCESS, WE_BOUNDS };
 
 static void write_error(enum werr kind)
@@ -1402,6 +1437,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_write);
     tcase_add_test(tc, t_write_then_send);
     tcase_add_test(tc, t_large_writes_read_in_place);
+    tcase_add_test(tc, t_tx_backlog_beyond_one_pass);
     tcase_add_test(tc, t_write_bad_stag);
     tcase_add_test(tc, t_write_bad_pz);
     tcase_add_test(tc, t_write_no_access);
