@@ -251,6 +251,7 @@ void conn_fill_addrs(struct emu_conn *c)
         memcpy(&c->info.peer, &c->target, sizeof c->target);
         c->info.peer_len = c->target_len;
     }
+    emu_wire_ep_set_peer(&c->wire, (struct sockaddr *)&c->info.peer, c->info.peer_len);
     int mss = 0;
     socklen_t sl = sizeof mss;
     if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) != 0 || mss <= 0)

@@ -1,6 +1,8 @@
 /* The single socket exit and entry of the soft RNIC (emu/wire_io.h). */
 #include "emu/wire_io.h"
 
+#include <string.h>
+
 #include <errno.h>
 
 #include "emu/log.h"
@@ -19,6 +21,14 @@ void emu_wire_ep_init(struct emu_wire_ep *ep, bool datagram, uint32_t ia, uint64
     ep->ia = ia;
     ep->ia_t0_ns = ia_t0_ns;
     ep->datagram = datagram;
+}
+
+void emu_wire_ep_set_peer(struct emu_wire_ep *ep, const struct sockaddr *sa, socklen_t len)
+{
+    if (len > sizeof ep->peer)
+        len = sizeof ep->peer;
+    memcpy(&ep->peer, sa, len);
+    ep->peer_len = len;
 }
 
 void emu_wire_ep_fini(struct emu_wire_ep *ep)

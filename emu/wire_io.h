@@ -35,6 +35,11 @@ struct emu_wire_ep {
     uint32_t ia;              /* the trace's IA id (0: none) and its open time */
     uint64_t ia_t0_ns;
     bool datagram;            /* UDP (emu_ud), else a TCP stream */
+    /* The stream's peer as the connection learned it (emu_wire_ep_set_peer),
+     * for a trace whose first frame comes after a reset: getpeername then
+     * fails. peer_len 0: not known. */
+    struct sockaddr_storage peer;
+    socklen_t peer_len;
 };
 
 struct emu_wire_observer {
@@ -55,6 +60,8 @@ struct emu_wire_observer {
 /* Fresh endpoint (no tap, no connection id) of the IA whose trace id and
  * open time are ia/ia_t0_ns. */
 void emu_wire_ep_init(struct emu_wire_ep *ep, bool datagram, uint32_t ia, uint64_t ia_t0_ns);
+/* Before the stream's first frame: its peer's address. */
+void emu_wire_ep_set_peer(struct emu_wire_ep *ep, const struct sockaddr *sa, socklen_t len);
 /* Before the endpoint's memory goes: hands its tap to the observer. */
 void emu_wire_ep_fini(struct emu_wire_ep *ep);
 static inline void emu_wire_ep_set_conn(struct emu_wire_ep *ep, uint64_t conn_id)

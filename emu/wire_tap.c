@@ -123,6 +123,11 @@ static struct tap *tap_of(struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir)
     if (!ep->datagram) {
         sl = sizeof t->peer;
         t->have_peer = getpeername(fd, (struct sockaddr *)&t->peer, &sl) == 0;
+        if (!t->have_peer && ep->peer_len > 0) {
+            /* Reset before its first traced frame (a rejected connect). */
+            memcpy(&t->peer, &ep->peer, ep->peer_len);
+            t->have_peer = true;
+        }
         set_flows(t);
     }
     void *none = NULL;
