@@ -74,9 +74,14 @@ struct sd_ud_cm {
     struct emu_conn *conn;   /* until the exchange ends; under ud->lock */
     bool active;
     bool done;               /* an outcome was reported */
-    /* passive: the initiator's UD address, from the Request */
+    /* passive: the initiator's UD address, from the Request, and its AH,
+     * made before the Reply goes out: the initiator may send its first
+     * datagram as soon as it has the Reply, and the receive completion
+     * names its source by this AH (it came as "no AH" when the AH was made
+     * at the passive ESTABLISHED, a moment later, 1 run in 8 under ASan) */
     struct sockaddr_storage peer;
     uint32_t peer_qpn, peer_qkey;
+    struct sd_ud_ah *ah;
     /* private data shown with the outcome event (lives as long as this) */
     uint16_t pdata_len;
     uint8_t pdata[EMU_CONN_PDATA_RX_MAX];
@@ -727,7 +732,7 @@ static void ud_conn_event(struct emu_conn *c, const struct emu_conn_event *ev, v
             qpn = cm->peer_qpn;
             qkey = cm->peer_qkey;
         }
-        struct sd_ud_ah *ah = ok ? ah_new(ep, &ip, qpn, qkey) : NULL;
+        struct sd_ud_ah *ah = !ok ? NULL : cm->ah != NULL ? cm->ah : ah_new(ep, &ip, qpn, qkey);
         if (ah == NULL)
             post_ud_conn_event(ep, cm, (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_ERROR_EVENT,
                                DAT_IB_UD_CONNECT_ERROR, NULL, NULL, 0, 0);
@@ -885,6 +890,7 @@ DAT_RETURN sd_ud_accept(struct sd_cr *cr, struct sd_ep *ep, DAT_COUNT pdata_size
     cm->peer = cr->remote;
     cm->peer_qpn = cr->ud_qpn;
     cm->peer_qkey = cr->ud_qkey;
+    cm->ah = ah_new(ep, &cm->peer, cm->peer_qpn, cm->peer_qkey); /* NULL: made at ESTABLISHED */
     /* The passive event shows the request's private data (spec §2.3). */
     store_pdata(cm, cr->pdata, (uint16_t)cr->pdata_len);
     uint8_t buf[SD_UD_PDATA_HDR + SD_MAX_PRIVATE_DATA];
