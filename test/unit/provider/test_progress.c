@@ -812,6 +812,41 @@ START_TEST(blocking_waiter_sleeps_on_its_sockets)
 }
 END_TEST
 
+/* A waiter asleep on its sockets is woken by what wakes one asleep on its
+ * condition variable: dat_evd_set_unwaitable returns it at once with
+ * DAT_INVALID_STATE (through the EVD's eventfd), not at the end of its
+ * sleep chunk or timeout. */
+START_TEST(sleeping_waiter_woken_by_set_unwaitable)
+{
+    setenv("SOFTDAT_POLL_US", "0", 1);
+    DAT_PROVIDER *p = fx_provider("t-prog-unwait", "lo", DAT_FALSE);
+    struct side s, c;
+    DAT_EP_HANDLE sep, cep;
+    open_connected(p, &s, &sep, &c, &cep);
+    struct blocked b = {&c, DAT_SUCCESS};
+    uint64_t sleeps0 = waiter_sleeps();
+    pthread_t th;
+    double t0 = now_s();
+    ck_assert_int_eq(pthread_create(&th, NULL, blocked_main, &b), 0);
+    /* Until it sleeps on its sockets (bounded). */
+    for (int i = 0; i < 5000 && waiter_sleeps() == sleeps0; i++) {
+        struct timespec d = {0, 1000000L};
+        nanosleep(&d, NULL);
+    }
+    ck_assert_uint_gt(waiter_sleeps(), sleeps0);
+    ck_assert_dat_ok(p->evd_set_unwaitable_func(c.dto));
+    pthread_join(th, NULL);
+    ck_assert_int_eq(DAT_GET_TYPE(b.rc), DAT_INVALID_STATE);
+    ck_assert_int_eq(DAT_GET_SUBTYPE(b.rc), DAT_INVALID_STATE_EVD_UNWAITABLE);
+    ck_assert_msg(now_s() - t0 < 5.0, "the waiter took %.1f s to return", now_s() - t0);
+    ck_assert_dat_ok(p->evd_clear_unwaitable_func(c.dto));
+    disconnect_pair(&c, cep, &s);
+    side_close(&c);
+    side_close(&s);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+END_TEST
+
 /* Sleeping on its sockets, an idle waiter wakes less and less often (the
  * chunk doubles up to SD_EVQ_SLEEP_CHUNK_MAX_MS). One woken in a long chunk
  * leaves with its lease cut back to a polling consumer's (the engine then
@@ -977,6 +1012,7 @@ int main(void)
     tcase_add_test(tc, blocking_waiter_sleeps_on_its_sockets);
     tcase_add_test(tc, sleeping_waiter_leases_and_gives_back);
     tcase_add_test(tc, large_send_continues_from_polling_thread);
+    tcase_add_test(tc, sleeping_waiter_woken_by_set_unwaitable);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
