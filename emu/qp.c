@@ -269,8 +269,8 @@ int emu_qp_reset(struct emu_qp *qp)
         pthread_mutex_unlock(&qp->rx.lock);
         return -EBUSY;
     }
-    qp->tx.dead = qp->tx.want_tx = qp->tx.disc_pending = qp->tx.disc_done = false;
-    atomic_store_explicit(&qp->poll.tx_waiting, false, memory_order_relaxed);
+    qp->tx.dead = qp->tx.disc_pending = qp->tx.disc_done = false;
+    qp_set_want_tx(qp, false);
     qp->tx.hold = false;
     qp->tx.term_pending = false;
     for (int i = 0; i < EMU_QN_COUNT; i++)
@@ -627,13 +627,19 @@ int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
     return rc;
 }
 
-void emu_qp_tx(struct emu_qp *qp)
+/* (tx.lock) The socket has room again: the send side goes on. */
+static void tx_resume(struct emu_qp *qp)
 {
-    pthread_mutex_lock(&qp->tx.lock);
     qp_set_want_tx(qp, false);
     if (qp->link.c)
         emu_conn_want_tx(qp->link.c, false);
     qp_tx_pump(qp);
+}
+
+void emu_qp_tx(struct emu_qp *qp)
+{
+    pthread_mutex_lock(&qp->tx.lock);
+    tx_resume(qp);
     pthread_mutex_unlock(&qp->tx.lock);
 }
 
@@ -703,10 +709,7 @@ static void consumer_tx(struct emu_qp *qp, bool writable)
     if (pthread_mutex_trylock(&qp->tx.lock) != 0)
         return;
     if (qp->tx.want_tx) {
-        qp_set_want_tx(qp, false);
-        if (qp->link.c)
-            emu_conn_want_tx(qp->link.c, false);
-        qp_tx_pump(qp);
+        tx_resume(qp);
         atomic_fetch_add_explicit(&g_consumer_tx, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&qp->tx.lock);

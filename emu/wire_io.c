@@ -1,9 +1,8 @@
 /* The single socket exit and entry of the soft RNIC (emu/wire_io.h). */
 #include "emu/wire_io.h"
 
-#include <string.h>
-
 #include <errno.h>
+#include <string.h>
 
 #include "emu/log.h"
 

@@ -364,6 +364,8 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
                        DAT_EVENT *ev, DAT_COUNT *nmore)
 {
     DAT_RETURN rc;
+    sd_evq_sleep_done_fn done = NULL; /* after a long sleep on the sockets */
+    void *done_arg = NULL;
     if (!ev)
         return EVQ_ERR(DAT_INVALID_PARAMETER) | DAT_INVALID_ARG4;
     pthread_mutex_lock(&q->mu);
@@ -526,15 +528,14 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
     atomic_store_explicit(&q->waiter, false, memory_order_relaxed);
     q->w_wake = false;
     q->w_rc = 0;
-    if (long_lease && q->sleep_done) {
-        sd_evq_sleep_done_fn done = q->sleep_done;
-        void *arg = q->progress_arg;
-        pthread_mutex_unlock(&q->mu);
-        done(arg);
-        return rc;
+    if (long_lease) {
+        done = q->sleep_done;
+        done_arg = q->progress_arg;
     }
 out:
     pthread_mutex_unlock(&q->mu);
+    if (done)
+        done(done_arg); /* unlocked: it takes the progress set's lock */
     return rc;
 }
 

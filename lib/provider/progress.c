@@ -182,7 +182,6 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     return empty ? -1 : n;
 }
 
-
 int sd_progress_evd_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_ms)
 {
     (void)q;
@@ -197,9 +196,9 @@ int sd_progress_evd_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_
      * socket back (and be woken by the data too) just before we wake. */
     uint64_t until = emu_now_us() + (uint64_t)timeout_ms * 1000u + g_lease_us;
     bool ok = true;
+    ps->leased = true;
     for (struct sd_prog_ent *e = ps->head; e != NULL && ok; e = e->next) {
         int fd = n < SD_SLEEP_MAX_QPS ? emu_qp_sleep_fd(e->qp, until) : -1;
-        ps->leased = true;
         ok = fd >= 0;
         pfd[n].fd = fd;
         pfd[n].events = POLLIN;

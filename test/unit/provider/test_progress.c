@@ -771,6 +771,16 @@ static void disconnect_pair(struct side *c, DAT_EP_HANDLE cep, struct side *s)
     wait_ev(s, s->conn, DAT_CONNECTION_EVENT_DISCONNECTED);
 }
 
+/* The end of a test on an open_connected pair: disconnect, close both IAs,
+ * nothing left behind. */
+static void close_connected(struct side *c, DAT_EP_HANDLE cep, struct side *s)
+{
+    disconnect_pair(c, cep, s);
+    side_close(c);
+    side_close(s);
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+
 /* A thread blocked in dat_evd_wait past its spin window sleeps in poll(2)
  * on its connections' sockets (lib/provider/evq.c, progress.c): the data
  * wakes it, and it completes the receive itself, with no engine thread in
@@ -805,10 +815,7 @@ START_TEST(blocking_waiter_sleeps_on_its_sockets)
     ck_assert_uint_gt(slept, 0);
     ck_assert_uint_ge(made, 2);
 
-    disconnect_pair(&c, cep, &s);
-    side_close(&c);
-    side_close(&s);
-    ck_assert_uint_eq(sd_handle_live_count(), 0);
+    close_connected(&c, cep, &s);
 }
 END_TEST
 
@@ -840,10 +847,7 @@ START_TEST(sleeping_waiter_woken_by_set_unwaitable)
     ck_assert_int_eq(DAT_GET_SUBTYPE(b.rc), DAT_INVALID_STATE_EVD_UNWAITABLE);
     ck_assert_msg(now_s() - t0 < 5.0, "the waiter took %.1f s to return", now_s() - t0);
     ck_assert_dat_ok(p->evd_clear_unwaitable_func(c.dto));
-    disconnect_pair(&c, cep, &s);
-    side_close(&c);
-    side_close(&s);
-    ck_assert_uint_eq(sd_handle_live_count(), 0);
+    close_connected(&c, cep, &s);
 }
 END_TEST
 
@@ -886,10 +890,7 @@ START_TEST(sleeping_waiter_leases_and_gives_back)
         nanosleep(&d, NULL);
     }
     ck_assert_int_ge(atomic_load(&evq_of(c.dto)->count), 1);
-    disconnect_pair(&c, cep, &s);
-    side_close(&c);
-    side_close(&s);
-    ck_assert_uint_eq(sd_handle_live_count(), 0);
+    close_connected(&c, cep, &s);
 }
 END_TEST
 
