@@ -254,6 +254,8 @@ static void tx_clear(struct emu_qp *qp)
     qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
     qp->tx.uncovered_bytes = 0;
     qp->tx.probe_was_large = false;
+    qp->tx.held = 0;
+    atomic_store_explicit(&qp->poll.posts_held, false, memory_order_relaxed);
     memset(&qp->tx.cur, 0, sizeof qp->tx.cur);
     qp_tx_batch_reset(&qp->tx.tb);
 }
@@ -545,15 +547,18 @@ bool qp_engine_parked(struct emu_qp *qp)
            atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed) > emu_now_us();
 }
 
-/* Send the probe answers kept for the next bytes this QP sends: now
- * (force), or once they have waited QP_DEFER_US for such bytes, or at
- * once on a QP that has not posted for QP_DEFER_RECENT_US. */
+/* Send what waits for this QP's next transmit pass: posts held for a
+ * batch (emu_qp_post_send), at once; probe answers kept for the next bytes
+ * this QP sends, now (force), or once they have waited QP_DEFER_US for
+ * such bytes, or at once on a QP that has not posted for
+ * QP_DEFER_RECENT_US. */
 static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */
-    if (!atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
+    bool posts = atomic_load_explicit(&qp->poll.posts_held, memory_order_relaxed);
+    if (!posts && !atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
         return;
-    if (!force) {
+    if (!force && !posts) {
         /* Only a QP that sends now and then (a ping-pong's replies) is
          * worth waiting for: a pure receiver's answers go at once, or the
          * peer's Writes complete QP_DEFER_US later. */
@@ -563,7 +568,8 @@ static void flush_deferred(struct emu_qp *qp, bool force)
             return;
     }
     pthread_mutex_lock(&qp->tx.lock);
-    if (atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed) && !qp->tx.want_tx)
+    if ((qp->tx.held || atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed)) &&
+        !qp->tx.want_tx)
         qp_tx_pump(qp);
     pthread_mutex_unlock(&qp->tx.lock);
 }
@@ -826,6 +832,8 @@ int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
         rc = emu_conn_disconnect(c, false);
     } else {
         qp->tx.disc_pending = true;
+        if (qp->tx.held && !qp->tx.want_tx)
+            qp_tx_pump(qp); /* held posts go first; the pump ends with the disconnect */
         if (!qp->tx.disc_done && (tx_idle(qp) || qp->tx.dead)) {
             qp->tx.disc_done = true;
             rc = emu_conn_disconnect(c, true);
@@ -902,6 +910,24 @@ void emu_qp_flush(struct emu_qp *qp)
 
 /* ---------------------------------------------------------------- posting */
 
+/* (tx.lock) Doorbell batching. A small WR posted behind
+ * QP_HOLD_INFLIGHT unfinished ones, while a consumer thread holds the
+ * QP's polling lease (the engine parked), waits for that thread's next
+ * pass, which sends every held WR in one writev: a program that keeps a
+ * window of operations in flight pays one system call per batch, not per
+ * operation, as an RNIC's doorbell starts work the adapter then fetches
+ * in bulk. A lone post (a ping-pong) never waits. The consumer must come
+ * back to reap its completions; if it does not, the engine flushes the
+ * held WRs when it looks at the lease again (it runs out
+ * SOFTDAT_POLL_LEASE_US after the last pass). QP_HOLD_MAX held WRs are
+ * sent by the next post. */
+static bool post_may_wait(struct emu_qp *qp, const struct sq_wqe *w)
+{
+    return w->len <= QP_HOLD_BYTES && qp->tx.held + 1 < QP_HOLD_MAX &&
+           qp->tx.sq_tail - qp->tx.sq_head > QP_HOLD_INFLIGHT &&
+           qp_engine_parked(qp);
+}
+
 int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
 {
     if (!qp || !wr || wr->nsge > qp->a.max_sge || (wr->nsge && !wr->sge))
@@ -966,10 +992,15 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
     w->st = WQ_QUEUED;
     qp->tx.sq_tail++;
     /* Fast path: the posting thread transmits when nothing else is
-     * waiting for the socket. */
-    bool pumped = !qp->tx.want_tx;
+     * waiting for the socket, unless the post can ride with the next. */
+    bool pumped = !qp->tx.want_tx && !post_may_wait(qp, w);
     if (pumped)
         qp_tx_pump(qp);
+    else if (!qp->tx.want_tx) {
+        qp->tx.held++;
+        qp->tx.held_posts++;
+        atomic_store_explicit(&qp->poll.posts_held, true, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&qp->tx.lock);
     if (pumped)
         poll_note_busy();
@@ -997,6 +1028,8 @@ void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
     out->tx_bytes = qp->tx.bytes;
     out->tx_fpdus = qp->tx.fpdus;
     out->placement_probes = qp->orq.probes;
+    out->tx_writes = qp->tx.writes;
+    out->held_posts = qp->tx.held_posts;
     pthread_mutex_unlock(&qp->tx.lock);
     pthread_mutex_lock(&qp->rx.lock);
     out->rx_bytes = qp->rx.bytes;

@@ -268,6 +268,8 @@ struct emu_qp_stats {
     uint64_t rx_bytes_in_place;  /* payload read from the socket straight into place (no copy) */
     uint64_t rnr_stalls;         /* times the receive side waited for a receive */
     uint64_t placement_probes;   /* zero-length Reads sent to confirm placement */
+    uint64_t tx_writes;          /* socket writes (one writev carries many FPDUs) */
+    uint64_t held_posts;         /* posts that waited for a later pass (doorbell batching) */
 };
 void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out);
 

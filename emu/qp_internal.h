@@ -31,6 +31,11 @@
 #define QP_LEASE_LOOK_MAX_US 4000u     /* the engine looks at a renewed lease at least this often */
 #define QP_DEFER_US 10u                 /* a kept probe answer waits this long for bytes to ride with, */
 #define QP_DEFER_RECENT_US 200u         /* on a QP that posted this recently (it answers, ping-pong) */
+#define QP_HOLD_INFLIGHT 4u             /* a post waits for the next pass only behind this many
+                                           unfinished WRs (emu_qp_post_send: doorbell batching), */
+#define QP_HOLD_MAX 16u                 /* at most this many posts wait: the next one sends them all, */
+#define QP_HOLD_BYTES (16u * 1024u)     /* and only WRs this small (a larger one's bytes pay for its
+                                           system call) */
 #define QP_TXB_FPDUS 32u                /* FPDUs coalesced in one writev */
 #define QP_TXB_IOV (QP_TXB_FPDUS * 4u + EMU_QP_MAX_SGE + 4u)
 #define QP_TXB_BYTES (512u * 1024u)     /* stop adding FPDUs beyond this */
@@ -202,7 +207,10 @@ struct qp_tx {
     struct emu_term term_out;
     struct txcur cur;
     struct txbatch tb;
+    uint32_t held;              /* posts queued without a transmit pass (doorbell batching) */
     uint64_t bytes, fpdus;
+    uint64_t held_posts;        /* posts that waited for a later pass (statistics) */
+    uint64_t writes;            /* socket writes that sent bytes (statistics) */
 };
 
 /* Outbound reads (ORQ): our Read/Atomic Requests and placement probes in
@@ -269,6 +277,7 @@ struct qp_rx {
     bool have_imm_recv;         /* imm_recv: the receive an Immediate Data header took */
     struct rq_wqe imm_recv;
     bool rresp_probe;           /* the Read Response being received answers a probe */
+    bool tx_owed;               /* responses queued by this pass wait for qp_rx_kick_owed */
     bool peer_probes;           /* the peer confirms placement with zero-length Reads */
     uint32_t placed;            /* Sends and Writes placed (count, wraps) ... */
     uint32_t confirmed;         /* ... of which a Read or Atomic Request since then
@@ -305,6 +314,7 @@ struct qp_poll {
     atomic_bool rx_held;        /* input waits in the QP (RNR stall), not in the socket */
     atomic_bool tx_waiting;     /* tx.want_tx, readable without tx.lock */
     _Atomic uint64_t last_post_us; /* emu_now_us() of the last send-queue post */
+    atomic_bool posts_held;     /* tx.held != 0, readable without tx.lock */
     unsigned looks;             /* engine only: leases found renewed in a row */
 };
 
@@ -356,6 +366,7 @@ bool qp_engine_parked(struct emu_qp *qp);
  * set; or a socket error: rx.dead is not). The caller decides what that
  * means for the connection (emu_qp_rx: the engine; qp.c consumer_rx_run). */
 int qp_rx_run(struct emu_qp *qp, int fd);
+void qp_rx_kick_owed(struct emu_qp *qp);
 void qp_rx_deliver_pending(struct emu_qp *qp);
 void qp_rx_reset(struct emu_qp *qp);
 

@@ -179,12 +179,12 @@ static void orq_complete(struct emu_qp *qp, uint32_t idx, uint32_t len)
     qp_tx_pump(qp);
 }
 
-/* Transmit what the receive path queued (a Read or Atomic Response). */
+/* The receive path queued a Read or Atomic Response: it leaves when the
+ * bytes read so far are processed (qp_rx_kick_owed), with every other
+ * response they asked for, in one writev rather than one each. */
 static void tx_kick(struct emu_qp *qp)
 {
-    pthread_mutex_lock(&qp->tx.lock);
-    qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->tx.lock);
+    qp->rx.tx_owed = true;
 }
 
 /* IRQ producer side (struct qp_irq): room for one more inbound request? */

@@ -506,6 +506,10 @@ void qp_tx_pump(struct emu_qp *qp)
 {
     struct emu_conn *cn = qp->link.c;
     atomic_store_explicit(&qp->irq.deferred, false, memory_order_relaxed);
+    if (qp->tx.held) {
+        qp->tx.held = 0;
+        atomic_store_explicit(&qp->poll.posts_held, false, memory_order_relaxed);
+    }
     if (!cn || qp->tx.want_tx || qp->tx.hold)
         return;
     struct txbatch *b = &qp->tx.tb;
@@ -535,6 +539,7 @@ void qp_tx_pump(struct emu_qp *qp)
             }
             return;
         }
+        qp->tx.writes++;
         consume(qp, (size_t)n);
     }
     if (round == QP_TX_ROUNDS && (b->rec_pos != b->nrec || !qp->tx.dead)) {

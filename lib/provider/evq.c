@@ -436,6 +436,10 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
     bool sleep_ok = q->sleep != NULL; /* sleeping in the hook, not on cv */
     int chunk_ms = SD_EVQ_SLEEP_CHUNK_MS; /* the next sleep in the hook */
     bool long_lease = false;          /* the last one leased for longer than the first */
+    /* Input without an event keeps the window open (sd_evq_set_sleep). */
+    sd_evq_input_fn input = q->sleep != NULL ? q->input : NULL;
+    uint64_t seen = input ? input() : 0;
+    bool respin = false; /* a window reopened after a wake-up: its outcome is not counted */
 
     atomic_store_explicit(&q->waiter, true, memory_order_relaxed);
     q->w_threshold = threshold;
@@ -489,7 +493,13 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
             if (r < 0)
                 polling = false; /* nothing to progress: not a spin */
             else
-                spun = spin_us > 0;
+                spun = spin_us > 0 && !respin;
+            if (input && spin_us > 0 && r >= 0 && input() != seen) {
+                seen = input();
+                poll_end = now_us() + spin_us;
+                if (poll_end > deadline)
+                    poll_end = deadline;
+            }
             continue;
         }
         if (spun) { /* the window ran out: sleeping after all */
@@ -507,6 +517,14 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
                                  : (chunk_ms * 2 > SD_EVQ_SLEEP_CHUNK_MAX_MS ? SD_EVQ_SLEEP_CHUNK_MAX_MS
                                                                           : chunk_ms * 2);
                 call_progress(q); /* read what woke it */
+                if (input && spin_us > 0 && input() != seen) {
+                    /* Input came, no event yet: more may follow at once. */
+                    seen = input();
+                    poll_end = now_us() + spin_us;
+                    if (poll_end > deadline)
+                        poll_end = deadline;
+                    respin = true;
+                }
             }
             continue;
         }
@@ -635,11 +653,13 @@ void sd_evq_set_progress(struct sd_evq *q, sd_evq_progress_fn fn, void *arg,
     pthread_mutex_unlock(&q->mu);
 }
 
-void sd_evq_set_sleep(struct sd_evq *q, sd_evq_sleep_fn fn, sd_evq_sleep_done_fn done)
+void sd_evq_set_sleep(struct sd_evq *q, sd_evq_sleep_fn fn, sd_evq_sleep_done_fn done,
+                      sd_evq_input_fn input)
 {
     pthread_mutex_lock(&q->mu);
     q->sleep = fn;
     q->sleep_done = done;
+    q->input = input;
     pthread_mutex_unlock(&q->mu);
 }
 

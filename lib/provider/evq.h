@@ -82,6 +82,11 @@ typedef int (*sd_evq_sleep_fn)(void *arg, struct sd_evq *q, int wake_fd, int tim
  * thread resumes soon if the application does not call DAT again. */
 typedef void (*sd_evq_sleep_done_fn)(void *arg);
 
+/* A counter of the input the calling thread's progress calls have
+ * processed (frames read from the sockets), whether or not it made
+ * events: a waiter keeps spinning while input keeps coming. */
+typedef uint64_t (*sd_evq_input_fn)(void);
+
 /* Inside a progress hook: true when it was called by dat_evd_dequeue or a
  * zero-timeout dat_evd_wait (a polling consumer), or by the spin window of
  * a waiter that will sleep on its sockets (sd_evq_set_sleep); false in the
@@ -127,6 +132,7 @@ struct sd_evq {
     atomic_bool has_progress;    /* hook set and armed */
     sd_evq_sleep_fn sleep;       /* NULL: waiters sleep on cv only */
     sd_evq_sleep_done_fn sleep_done;
+    sd_evq_input_fn input;
     int wake_fd;                 /* eventfd for a waiter in sleep (-1: none; closed when disarmed) */
     bool w_in_sleep;             /* the waiter is in the sleep hook */
 };
@@ -211,10 +217,16 @@ void sd_evq_arm_progress(struct sd_evq *q, bool armed);
  * sleeper for that long): SD_EVQ_SLEEP_CHUNK_MS, doubling after each chunk
  * that brought nothing up to SD_EVQ_SLEEP_CHUNK_MAX_MS, so that an idle
  * waiter wakes a few times a second only. done runs when a waiter leaves
- * after a chunk longer than the first. */
+ * after a chunk longer than the first. input (may be NULL): a waiter
+ * whose progress calls process input without an event for it (a stream of
+ * RDMA Writes into its memory, whose probes it answers) spins on for
+ * another poll_us after each such call, and after a wake-up by input,
+ * instead of sleeping between every two bursts: each sleep costs a
+ * wake-up on the sending side's system call and a context switch here. */
 #define SD_EVQ_SLEEP_CHUNK_MS 2
 #define SD_EVQ_SLEEP_CHUNK_MAX_MS 64
-void sd_evq_set_sleep(struct sd_evq *q, sd_evq_sleep_fn fn, sd_evq_sleep_done_fn done);
+void sd_evq_set_sleep(struct sd_evq *q, sd_evq_sleep_fn fn, sd_evq_sleep_done_fn done,
+                      sd_evq_input_fn input);
 
 void sd_evq_info(struct sd_evq *q, struct sd_evq_info *info);
 

@@ -566,6 +566,135 @@ START_TEST(t_tx_backlog_beyond_one_pass)
 }
 END_TEST
 
+/* Until s's engine has run its receive hook once more than `calls` (its
+ * look at a lease parks it), at most 5 s. */
+static bool engine_looked(struct qp_side *s, int calls)
+{
+    for (int i = 0; i < 5000 && atomic_load(&s->rx_hook_calls) <= calls; i++)
+        usleep(1000);
+    return atomic_load(&s->rx_hook_calls) > calls;
+}
+
+static uint64_t tx_writes(struct qp_side *s)
+{
+    struct emu_qp_stats st;
+    emu_qp_get_stats(s->qp, &st);
+    return st.tx_writes;
+}
+
+static uint64_t held_posts(struct qp_side *s)
+{
+    struct emu_qp_stats st;
+    emu_qp_get_stats(s->qp, &st);
+    return st.held_posts;
+}
+
+/* Doorbell batching (emu_qp_post_send): with a consumer thread holding the
+ * lease and the engine parked, a small post behind 4 unfinished WRs waits
+ * for that thread's next pass, and every held post leaves in one writev.
+ * A lone post leaves at once; 16 held posts are sent by the 16th; a
+ * consumer that stops calling has its held posts sent by the engine when
+ * it looks at the lease again. Everything arrives, in order. */
+START_TEST(t_posts_held_for_one_write)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true; /* a Send completes once the peer confirms it: unfinished meanwhile */
+    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    enum { N = 26 };
+    static uint8_t src[N][64], dst[N + 1][64], in[64];
+    for (int i = 0; i < N; i++) {
+        qp_fill(src[i], 64, 100u + (unsigned)i);
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst[i], 64}), 0);
+    }
+    ck_assert_int_eq(emu_qp_post_recv(A.qp, 0, 1, &(struct emu_sge){in, sizeof in}), 0);
+    /* A's thread polls until it holds the lease (1 s, longer than this
+     * test's steps take under a sanitizer); then B's message makes A's
+     * engine look at it and park. */
+    uint64_t t0 = emu_now_us();
+    while (emu_now_us() - t0 < 2000) {
+        emu_qp_poll_lease(A.qp, 1000000, emu_now_us());
+        emu_qp_progress(A.qp);
+        emu_qp_poll_pass_end();
+    }
+    ck_assert_uint_gt(emu_qp_poll_lease_left_us(A.qp), 500000);
+    int looks = atomic_load(&A.rx_hook_calls);
+    ck_assert_int_eq(qp_post_send(&B, 900, in, sizeof in, 0), 0);
+    ck_assert(engine_looked(&A, looks));
+    qp_stall(&B); /* nothing is confirmed from now on */
+
+    uint64_t w0 = tx_writes(&A), h0 = held_posts(&A);
+    for (int i = 0; i < 4; i++) /* the first four go at once, one write each */
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src[i], 64, 0), 0);
+    ck_assert_uint_eq(tx_writes(&A) - w0, 4);
+    for (int i = 4; i < 19; i++) /* behind 4 unfinished: held */
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src[i], 64, 0), 0);
+    ck_assert_uint_eq(tx_writes(&A) - w0, 4);
+    ck_assert_uint_eq(held_posts(&A) - h0, 15);
+    ck_assert_int_eq(qp_post_send(&A, 19, src[19], 64, 0), 0); /* the 16th sends all */
+    ck_assert_uint_eq(tx_writes(&A) - w0, 5);
+
+    for (int i = 20; i < 23; i++)
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src[i], 64, 0), 0);
+    ck_assert_uint_eq(tx_writes(&A) - w0, 5);
+    emu_qp_progress(A.qp); /* the consumer's next pass sends them */
+    ck_assert_uint_eq(tx_writes(&A) - w0, 6);
+
+    for (int i = 23; i < N; i++)
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src[i], 64, 0), 0);
+    ck_assert_uint_eq(tx_writes(&A) - w0, 6);
+    /* No more calls from A's thread: the engine sends them at the end of
+     * the lease (a kick stands in for its timer: the lease's second half
+     * need not be waited out). */
+    emu_qp_poll_trim(A.qp, emu_now_us());
+    for (int i = 0; i < 5000 && tx_writes(&A) - w0 < 7; i++)
+        usleep(1000);
+    ck_assert_uint_eq(tx_writes(&A) - w0, 7);
+
+    qp_unstall();
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= N));
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= N));
+    for (int i = 0; i < N; i++) {
+        ck_assert_uint_eq(B.rcq[i].cookie, (uint64_t)i);
+        ck_assert_int_eq(memcmp(dst[i], src[i], 64), 0);
+        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    }
+    qp_pair_down();
+}
+END_TEST
+
+/* A Read Request is answered when the bytes read with it are processed:
+ * requests that arrived together get their responses in one writev. */
+START_TEST(t_read_responses_share_a_write)
+{
+    qp_pair_up_cfg(&qp_defcfg, &qp_defcfg, EMU_CRC_OFF);
+    enum { N = 8, L = 256 };
+    uint8_t *src = malloc(N * L), *dst = calloc(N, L);
+    qp_fill(src, N * L, 55);
+    struct emu_mr *mr;
+    uint32_t stag = qp_reg(&B, src, N * L, B.pz, EMU_ACC_REMOTE_READ, &mr);
+    qp_stall(&B); /* the requests pile up in B's socket */
+    uint64_t w0 = tx_writes(&B);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_READ, (uint64_t)i, dst + i * L, L, stag,
+                                      (uintptr_t)src + (uint64_t)i * L, 0),
+                         0);
+    usleep(20000);
+    qp_unstall();
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= N));
+    ck_assert_uint_eq(tx_writes(&B) - w0, 1);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
+    }
+    ck_assert_int_eq(memcmp(src, dst, N * L), 0);
+    emu_mem_mr_free(mr, 1000);
+    free(src);
+    free(dst);
+    qp_pair_down();
+}
+END_TEST
+
 enum werr { WE_STAG, WE_PZ, WE_ACCESS, WE_BOUNDS };
 
 static void write_error(enum werr kind)
@@ -1438,6 +1567,8 @@ static Suite *suite(void)
     tcase_add_test(tc, t_write_then_send);
     tcase_add_test(tc, t_large_writes_read_in_place);
     tcase_add_test(tc, t_tx_backlog_beyond_one_pass);
+    tcase_add_test(tc, t_posts_held_for_one_write);
+    tcase_add_test(tc, t_read_responses_share_a_write);
     tcase_add_test(tc, t_write_bad_stag);
     tcase_add_test(tc, t_write_bad_pz);
     tcase_add_test(tc, t_write_no_access);

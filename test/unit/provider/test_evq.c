@@ -713,6 +713,89 @@ START_TEST(progress_hook)
 }
 END_TEST
 
+/* Input without events keeps a waiter spinning (sd_evq_set_sleep's
+ * input): a stream of frames for it (RDMA Writes into its memory) would
+ * otherwise cost a sleep and a wake-up between every two bursts. */
+static struct {
+    uint64_t t0;
+    unsigned input_ms;      /* progress calls before then bring input */
+    int calls;
+    uint64_t input;
+    bool pending;           /* the next call brings input (what woke the sleeper) */
+    int sleeps;
+    int calls_at_sleep[8];
+    uint64_t first_sleep_ms;
+    bool wake_first;        /* the first sleep returns at once, "woken by data" */
+} g_in;
+
+static int input_progress(void *arg, struct sd_evq *q)
+{
+    g_in.calls++;
+    if (ms_now() - g_in.t0 < g_in.input_ms || g_in.pending) {
+        g_in.input++;
+        g_in.pending = false;
+    }
+    return 0;
+}
+
+static uint64_t input_count(void)
+{
+    return g_in.input;
+}
+
+static int input_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_ms)
+{
+    if (g_in.sleeps == 0)
+        g_in.first_sleep_ms = ms_now() - g_in.t0;
+    if (g_in.sleeps < 8)
+        g_in.calls_at_sleep[g_in.sleeps] = g_in.calls;
+    g_in.sleeps++;
+    if (g_in.wake_first && g_in.sleeps == 1) {
+        g_in.pending = true;
+        return 1;
+    }
+    sleep_ms((unsigned)timeout_ms);
+    return 0;
+}
+
+static void input_done(void *arg)
+{
+}
+
+START_TEST(input_keeps_spin_window_open)
+{
+    struct sd_evq q;
+    ck_assert_int_eq(sd_evq_init(&q, 8, SELF), DAT_SUCCESS);
+    DAT_EVENT e;
+    DAT_COUNT nmore;
+    sd_evq_set_progress(&q, input_progress, NULL, 2000); /* a 2 ms spin window */
+    sd_evq_set_sleep(&q, input_sleep, input_done, input_count);
+    /* Input for 40 ms: no sleep before it stops. */
+    memset(&g_in, 0, sizeof g_in);
+    g_in.input_ms = 40;
+    g_in.t0 = ms_now();
+    ck_assert_int_eq(TYPE(sd_evq_wait(&q, 100000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
+    ck_assert_int_ge(g_in.sleeps, 1);
+    ck_assert_uint_ge(g_in.first_sleep_ms, 40);
+    /* No input: it sleeps once its window runs out. */
+    memset(&g_in, 0, sizeof g_in);
+    g_in.t0 = ms_now();
+    ck_assert_int_eq(TYPE(sd_evq_wait(&q, 100000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
+    ck_assert_uint_lt(g_in.first_sleep_ms, 40);
+    /* Woken by input that made no event: it spins again before the next
+     * sleep (more than the one call that reads what woke it). */
+    memset(&g_in, 0, sizeof g_in);
+    g_in.wake_first = true;
+    g_in.t0 = ms_now();
+    ck_assert_int_eq(TYPE(sd_evq_wait(&q, 30000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
+    ck_assert_int_ge(g_in.sleeps, 2);
+    ck_assert_int_gt(g_in.calls_at_sleep[1] - g_in.calls_at_sleep[0], 2);
+    sd_evq_set_sleep(&q, NULL, NULL, NULL);
+    sd_evq_set_progress(&q, NULL, NULL, 0);
+    sd_evq_fini(&q);
+}
+END_TEST
+
 /* ------------------------------------------------------------ stress */
 
 #define STRESS_PRODUCERS 4
@@ -829,6 +912,7 @@ static Suite *evq_suite(void)
     tcase_add_test(tc, cno_trigger_rules);
     tcase_add_test(tc, cno_woken_by_evd_event);
     tcase_add_test(tc, progress_hook);
+    tcase_add_test(tc, input_keeps_spin_window_open);
     tcase_add_test(tc, stress_producers_consumer);
     suite_add_tcase(s, tc);
     return s;
