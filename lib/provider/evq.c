@@ -440,6 +440,9 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
     sd_evq_input_fn input = q->sleep != NULL ? q->input : NULL;
     uint64_t seen = input ? input() : 0;
     bool respin = false; /* a window reopened after a wake-up: its outcome is not counted */
+    /* Input reopens the configured window even in a wait whose own spin
+     * was skipped (spin_skip): the skip is for waits on an idle stream. */
+    unsigned respin_us = q->progress_us;
 
     atomic_store_explicit(&q->waiter, true, memory_order_relaxed);
     q->w_threshold = threshold;
@@ -494,9 +497,9 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
                 polling = false; /* nothing to progress: not a spin */
             else
                 spun = spin_us > 0 && !respin;
-            if (input && spin_us > 0 && r >= 0 && input() != seen) {
+            if (input && sleep_ok && respin_us > 0 && r >= 0 && input() != seen) {
                 seen = input();
-                poll_end = now_us() + spin_us;
+                poll_end = now_us() + respin_us;
                 if (poll_end > deadline)
                     poll_end = deadline;
             }
@@ -517,10 +520,10 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
                                  : (chunk_ms * 2 > SD_EVQ_SLEEP_CHUNK_MAX_MS ? SD_EVQ_SLEEP_CHUNK_MAX_MS
                                                                           : chunk_ms * 2);
                 call_progress(q); /* read what woke it */
-                if (input && spin_us > 0 && input() != seen) {
+                if (input && respin_us > 0 && input() != seen) {
                     /* Input came, no event yet: more may follow at once. */
                     seen = input();
-                    poll_end = now_us() + spin_us;
+                    poll_end = now_us() + respin_us;
                     if (poll_end > deadline)
                         poll_end = deadline;
                     respin = true;

@@ -782,8 +782,17 @@ START_TEST(input_keeps_spin_window_open)
     g_in.t0 = ms_now();
     ck_assert_int_eq(TYPE(sd_evq_wait(&q, 100000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
     ck_assert_uint_lt(g_in.first_sleep_ms, 40);
-    /* Woken by input that made no event: it spins again before the next
-     * sleep (more than the one call that reads what woke it). */
+    /* Waits that spin in vain make the next ones skip their spin window
+     * (SD_EVQ_SPIN_FAILS, then SD_EVQ_SPIN_SKIP waits)... */
+    for (int i = 0; i < SD_EVQ_SPIN_FAILS; i++) {
+        memset(&g_in, 0, sizeof g_in);
+        g_in.t0 = ms_now();
+        ck_assert_int_eq(TYPE(sd_evq_wait(&q, 3000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
+    }
+    ck_assert_uint_gt(q.spin_skip, 0);
+    /* ...but input still reopens it. Woken by input that made no event:
+     * it spins again before the next sleep (more than the one call that
+     * reads what woke it). */
     memset(&g_in, 0, sizeof g_in);
     g_in.wake_first = true;
     g_in.t0 = ms_now();
