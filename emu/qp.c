@@ -911,20 +911,23 @@ void emu_qp_flush(struct emu_qp *qp)
 /* ---------------------------------------------------------------- posting */
 
 /* (tx.lock) Doorbell batching. A small WR posted behind
- * QP_HOLD_INFLIGHT unfinished ones, while a consumer thread holds the
- * QP's polling lease (the engine parked), waits for that thread's next
- * pass, which sends every held WR in one writev: a program that keeps a
- * window of operations in flight pays one system call per batch, not per
- * operation, as an RNIC's doorbell starts work the adapter then fetches
- * in bulk. A lone post (a ping-pong) never waits. The consumer must come
- * back to reap its completions; if it does not, the engine flushes the
- * held WRs when it looks at the lease again (it runs out
- * SOFTDAT_POLL_LEASE_US after the last pass). QP_HOLD_MAX held WRs are
- * sent by the next post. */
+ * QP_HOLD_INFLIGHT unfinished ones by the thread that holds the QP's
+ * polling lease (the engine parked behind it) waits for that thread's
+ * next pass, which sends every held WR in one writev: a program that
+ * keeps a window of operations in flight pays one system call per batch,
+ * not per operation, as an RNIC's doorbell starts work the adapter then
+ * fetches in bulk. A lone post (a ping-pong) never waits, nor does one
+ * from another thread (the lease holder may be asleep in poll(2) for a
+ * long chunk). The poller must come back to reap its completions; if it
+ * does not, the engine flushes the held WRs when it looks at the lease
+ * again (it runs out SOFTDAT_POLL_LEASE_US after the last pass).
+ * QP_HOLD_MAX held WRs are sent by the next post. */
 static bool post_may_wait(struct emu_qp *qp, const struct sq_wqe *w)
 {
     return w->len <= QP_HOLD_BYTES && qp->tx.held + 1 < QP_HOLD_MAX &&
            qp->tx.sq_tail - qp->tx.sq_head > QP_HOLD_INFLIGHT &&
+           atomic_load_explicit(&qp->poll.thread, memory_order_relaxed) ==
+               (uintptr_t)&tl_poll_self &&
            qp_engine_parked(qp);
 }
 

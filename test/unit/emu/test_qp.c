@@ -594,13 +594,20 @@ static uint64_t held_posts(struct qp_side *s)
  * for that thread's next pass, and every held post leaves in one writev.
  * A lone post leaves at once; 16 held posts are sent by the 16th; a
  * consumer that stops calling has its held posts sent by the engine when
- * it looks at the lease again. Everything arrives, in order. */
+ * it looks at the lease again; another thread's post is never held.
+ * Everything arrives, in order. */
+static void *post_from_thread(void *buf)
+{
+    ck_assert_int_eq(qp_post_send(&A, 23, buf, 64, 0), 0);
+    return NULL;
+}
+
 START_TEST(t_posts_held_for_one_write)
 {
     struct qpcfg ib = qp_defcfg;
     ib.ib = true; /* a Send completes once the peer confirms it: unfinished meanwhile */
     qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
-    enum { N = 26 };
+    enum { N = 27 };
     static uint8_t src[N][64], dst[N + 1][64], in[64];
     for (int i = 0; i < N; i++) {
         qp_fill(src[i], 64, 100u + (unsigned)i);
@@ -639,16 +646,23 @@ START_TEST(t_posts_held_for_one_write)
     emu_qp_progress(A.qp); /* the consumer's next pass sends them */
     ck_assert_uint_eq(tx_writes(&A) - w0, 6);
 
-    for (int i = 23; i < N; i++)
+    /* Another thread's post is not held: the lease holder might be asleep. */
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, post_from_thread, src[23]), 0);
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_uint_eq(tx_writes(&A) - w0, 7);
+    ck_assert_uint_eq(held_posts(&A) - h0, 18);
+
+    for (int i = 24; i < N; i++)
         ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src[i], 64, 0), 0);
-    ck_assert_uint_eq(tx_writes(&A) - w0, 6);
+    ck_assert_uint_eq(tx_writes(&A) - w0, 7);
     /* No more calls from A's thread: the engine sends them at the end of
      * the lease (a kick stands in for its timer: the lease's second half
      * need not be waited out). */
     emu_qp_poll_trim(A.qp, emu_now_us());
-    for (int i = 0; i < 5000 && tx_writes(&A) - w0 < 7; i++)
+    for (int i = 0; i < 5000 && tx_writes(&A) - w0 < 8; i++)
         usleep(1000);
-    ck_assert_uint_eq(tx_writes(&A) - w0, 7);
+    ck_assert_uint_eq(tx_writes(&A) - w0, 8);
 
     qp_unstall();
     ck_assert(QP_WAIT_FOR(&B, B.nr >= N));
