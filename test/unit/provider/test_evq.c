@@ -768,26 +768,28 @@ START_TEST(input_keeps_spin_window_open)
     ck_assert_int_eq(sd_evq_init(&q, 8, SELF), DAT_SUCCESS);
     DAT_EVENT e;
     DAT_COUNT nmore;
-    sd_evq_set_progress(&q, input_progress, NULL, 2000); /* a 2 ms spin window */
+    /* A 20 ms spin window: longer than a preemption on a loaded machine
+     * under a sanitizer, so that only the absence of input ends it. */
+    sd_evq_set_progress(&q, input_progress, NULL, 20000);
     sd_evq_set_sleep(&q, input_sleep, input_done, input_count);
-    /* Input for 40 ms: no sleep before it stops. */
+    /* Input for 150 ms: no sleep before it stops. */
     memset(&g_in, 0, sizeof g_in);
-    g_in.input_ms = 40;
+    g_in.input_ms = 150;
     g_in.t0 = ms_now();
-    ck_assert_int_eq(TYPE(sd_evq_wait(&q, 100000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
+    ck_assert_int_eq(TYPE(sd_evq_wait(&q, 250000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
     ck_assert_int_ge(g_in.sleeps, 1);
-    ck_assert_uint_ge(g_in.first_sleep_ms, 40);
+    ck_assert_uint_ge(g_in.first_sleep_ms, 150);
     /* No input: it sleeps once its window runs out. */
     memset(&g_in, 0, sizeof g_in);
     g_in.t0 = ms_now();
     ck_assert_int_eq(TYPE(sd_evq_wait(&q, 100000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
-    ck_assert_uint_lt(g_in.first_sleep_ms, 40);
+    ck_assert_uint_lt(g_in.first_sleep_ms, 100);
     /* Waits that spin in vain make the next ones skip their spin window
      * (SD_EVQ_SPIN_FAILS, then SD_EVQ_SPIN_SKIP waits)... */
     for (int i = 0; i < SD_EVQ_SPIN_FAILS; i++) {
         memset(&g_in, 0, sizeof g_in);
         g_in.t0 = ms_now();
-        ck_assert_int_eq(TYPE(sd_evq_wait(&q, 3000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
+        ck_assert_int_eq(TYPE(sd_evq_wait(&q, 30000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
     }
     ck_assert_uint_gt(q.spin_skip, 0);
     /* ...but input still reopens it. Woken by input that made no event:
@@ -796,7 +798,7 @@ START_TEST(input_keeps_spin_window_open)
     memset(&g_in, 0, sizeof g_in);
     g_in.wake_first = true;
     g_in.t0 = ms_now();
-    ck_assert_int_eq(TYPE(sd_evq_wait(&q, 30000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
+    ck_assert_int_eq(TYPE(sd_evq_wait(&q, 60000, 1, &e, &nmore)), DAT_TIMEOUT_EXPIRED);
     ck_assert_int_ge(g_in.sleeps, 2);
     ck_assert_int_gt(g_in.calls_at_sleep[1] - g_in.calls_at_sleep[0], 2);
     sd_evq_set_sleep(&q, NULL, NULL, NULL);
