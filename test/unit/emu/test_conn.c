@@ -323,6 +323,19 @@ START_TEST(ipv6_loopback)
     ck_assert_int_eq(emu_conn_get_info(ac, &ai), 0);
     ck_assert_int_eq(ai.peer.ss_family, AF_INET6);
     ck_assert(!ai.crc);
+    /* The passive side's addresses come from its listener and accept4:
+     * the same bytes the socket reports. */
+    struct emu_conn_info pi;
+    ck_assert_int_eq(emu_conn_get_info(p.c, &pi), 0);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    ck_assert_int_eq(getsockname(pi.fd, (struct sockaddr *)&ss, &sl), 0);
+    ck_assert_int_eq(pi.local_len, sl);
+    ck_assert(memcmp(&pi.local, &ss, sl) == 0);
+    sl = sizeof ss;
+    ck_assert_int_eq(getpeername(pi.fd, (struct sockaddr *)&ss, &sl), 0);
+    ck_assert_int_eq(pi.peer_len, sl);
+    ck_assert(memcmp(&pi.peer, &ss, sl) == 0);
     ck_assert_int_eq(emu_conn_disconnect(p.c, true), 0);
     check_one_terminal(&a, EMU_CONN_DISCONNECTED);
     check_one_terminal(&p, EMU_CONN_DISCONNECTED);
