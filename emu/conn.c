@@ -242,22 +242,45 @@ struct emu_conn *conn_alloc(struct emu_engine *e)
     return c;
 }
 
-void conn_fill_addrs(struct emu_conn *c)
+/* The connection's addresses: local / peer when the caller knows them
+ * already (the listener's own address, the peer accept4 returned), else
+ * asked of the socket, one system call each; a connection handshake pays
+ * for every call (dtestcm, docs/perf.md). */
+void conn_fill_addrs_known(struct emu_conn *c, const struct sockaddr_storage *local, socklen_t local_len,
+                           const struct sockaddr_storage *peer, socklen_t peer_len)
 {
-    c->info.local_len = sizeof c->info.local;
-    getsockname(c->fd, (struct sockaddr *)&c->info.local, &c->info.local_len);
+    if (local != NULL) {
+        memcpy(&c->info.local, local, sizeof c->info.local);
+        c->info.local_len = local_len;
+    } else {
+        c->info.local_len = sizeof c->info.local;
+        getsockname(c->fd, (struct sockaddr *)&c->info.local, &c->info.local_len);
+    }
     c->info.peer_len = sizeof c->info.peer;
-    if (getpeername(c->fd, (struct sockaddr *)&c->info.peer, &c->info.peer_len) != 0) {
+    if (peer != NULL) {
+        memcpy(&c->info.peer, peer, sizeof c->info.peer);
+        c->info.peer_len = peer_len;
+    } else if (getpeername(c->fd, (struct sockaddr *)&c->info.peer, &c->info.peer_len) != 0) {
         memcpy(&c->info.peer, &c->target, sizeof c->target);
         c->info.peer_len = c->target_len;
     }
     emu_wire_ep_set_peer(&c->wire, (struct sockaddr *)&c->info.peer, c->info.peer_len);
+}
+
+void conn_fill_mss(struct emu_conn *c)
+{
     int mss = 0;
     socklen_t sl = sizeof mss;
     if (getsockopt(c->fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &sl) != 0 || mss <= 0)
         mss = 536;
     c->info.emss = (uint32_t)mss;
     c->info.mulpdu = emu_mpa_mulpdu((uint32_t)mss);
+}
+
+void conn_fill_addrs(struct emu_conn *c)
+{
+    conn_fill_addrs_known(c, NULL, 0, NULL, 0);
+    conn_fill_mss(c);
 }
 
 void conn_watch(struct emu_conn *c, unsigned on, unsigned off)
@@ -654,9 +677,18 @@ static enum emu_conn_event_type connect_err_type(int err)
     }
 }
 
-static void tcp_connected(struct emu_conn *c)
+/* Our addresses once connect() has run: the local one is bound by then;
+ * the peer is the IPv4 target we connected to (getpeername would say the
+ * same; IPv6 asks, for the scope and flow fields). Adopted sockets ask. */
+static void active_addrs(struct emu_conn *c)
 {
-    conn_fill_addrs(c);
+    bool known = !c->adopted && c->target.ss_family == AF_INET;
+    conn_fill_addrs_known(c, NULL, 0, known ? &c->target : NULL, c->target_len);
+}
+
+/* The MPA Request into c->out. false: it could not be built (finished). */
+static bool request_build(struct emu_conn *c)
+{
     c->pol.rev = 2;
     c->pol.crc = conn_crc_wanted(c->params.crc, (struct sockaddr *)&c->info.local,
                             (struct sockaddr *)&c->info.peer);
@@ -675,11 +707,20 @@ static void tcp_connected(struct emu_conn *c)
     if (rc != EMU_MPA_OK) {
         SD_ERR("conn", "MPA request: %s", emu_mpa_strerror(rc));
         finish(c, EMU_CONN_NON_PEER_REJECTED, EINVAL, true);
-        return;
+        return false;
     }
     c->info.crc = c->pol.crc; /* provisional, for a Terminate before the Reply */
     c->out_len = len;
     c->out_off = 0;
+    return true;
+}
+
+static void tcp_connected(struct emu_conn *c)
+{
+    active_addrs(c);
+    conn_fill_mss(c);
+    if (!request_build(c))
+        return;
     set_state(c, CS_A_SEND_REQ);
     flush_out(c);
 }
@@ -753,17 +794,52 @@ static void tcp_failed(struct emu_conn *c, int err)
     finish(c, connect_err_type(err), err, true);
 }
 
+/* connect() said EINPROGRESS, but on loopback (and to any peer that
+ * answers within the call) the TCP handshake is complete by then. So try
+ * the Request at once: written, the connection is up, and the write
+ * watch, its wake-up and SO_ERROR are skipped (three system calls and a
+ * loop pass per connection: dtestcm, docs/perf.md). A send on a socket
+ * still connecting fails with EAGAIN: false, the caller waits for
+ * writability as before (the Request is built again then). Any other
+ * failure is the connect's own (refused: the retry rule applies).
+ * true = handled. */
+static bool request_early(struct emu_conn *c)
+{
+    active_addrs(c);
+    if (!request_build(c))
+        return true;
+    ssize_t n = emu_wire_send1(&c->wire, c->fd, c->out, c->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    int err = n < 0 ? errno : 0;
+    if (n < 0) {
+        c->out_len = 0;
+        if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
+            return false;
+        tcp_failed(c, err);
+        return true;
+    }
+    pthread_mutex_lock(&c->lock);
+    c->info.request_early = true;
+    pthread_mutex_unlock(&c->lock);
+    conn_fill_mss(c); /* the handshake is done: the MSS is the negotiated one */
+    c->out_off = (size_t)n;
+    set_state(c, CS_A_SEND_REQ);
+    flush_out(c); /* the rest, if the socket took only part; then the Reply */
+    return true;
+}
+
 static void tcp_start(struct emu_conn *c)
 {
     set_state(c, CS_A_TCP);
     int rc = c->adopted ? 0 : connect(c->fd, (struct sockaddr *)&c->target, c->target_len);
+    int err = rc == 0 ? 0 : errno;
     if (rc == 0) {
         conn_watch(c, 0, EMU_EV_WRITE);
         tcp_connected(c);
-    } else if (errno == EINPROGRESS || errno == EINTR) {
-        conn_watch(c, EMU_EV_WRITE, 0);
+    } else if (err == EINPROGRESS || err == EINTR) {
+        if (!request_early(c))
+            conn_watch(c, EMU_EV_WRITE, 0);
     } else {
-        tcp_failed(c, errno);
+        tcp_failed(c, err);
     }
 }
 

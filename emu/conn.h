@@ -180,6 +180,9 @@ struct emu_conn_info {
                                    markers in Request and Reply); 0 with a plain
                                    iWARP peer. The data path enables RFC 7306 from it */
     bool peer_probes;           /* the peer announced EMU_CONN_CAP_PROBES */
+    bool request_early;         /* active: the TCP handshake was complete when
+                                   connect() returned, the Request went out at once
+                                   (no wait for write readiness) */
 };
 
 /* What a listener's owner learns about an incoming connection. */

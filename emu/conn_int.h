@@ -110,6 +110,8 @@ struct emu_listener {
     uint16_t port;
     struct emu_conn *pending;   /* CS_P_WAIT_REQ connections */
     struct emu_timer *backoff;  /* re-enables accepting after EMFILE & co. */
+    bool addr_specific;         /* bound to one address (not the wildcard): it is
+                                   every accepted connection's local address */
     struct emu_engine_hook hook;
     int in_cb;
     bool free_pending;
@@ -123,6 +125,9 @@ void conn_release(struct emu_conn *c);
 void conn_expect(struct emu_conn *c, size_t need);
 void conn_watch(struct emu_conn *c, unsigned on, unsigned off);
 void conn_fill_addrs(struct emu_conn *c);
+void conn_fill_addrs_known(struct emu_conn *c, const struct sockaddr_storage *local, socklen_t local_len,
+                           const struct sockaddr_storage *peer, socklen_t peer_len);
+void conn_fill_mss(struct emu_conn *c);
 void conn_listener_unlink(struct emu_conn *c);
 
 int conn_connect_start(struct emu_engine *e, const struct sockaddr *peer, socklen_t peer_len,

@@ -258,7 +258,9 @@ static void listener_accept(int fd, unsigned what, void *arg)
     (void)what;
     struct emu_listener *l = arg;
     for (int i = 0; i < ACCEPT_BATCH && !l->released; i++) {
-        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof peer;
+        int cfd = accept4(fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (cfd < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
                 errno == ECONNABORTED)
@@ -271,7 +273,9 @@ static void listener_accept(int fd, unsigned what, void *arg)
             emu_timer_arm(l->backoff, 100000);
             return;
         }
-        conn_sock_tune(cfd);
+        /* No conn_sock_tune: Linux copies Nagle, keepalive and the user
+         * timeout from the listening socket, tuned once at creation (six
+         * system calls less per connection). */
         struct emu_conn *c = conn_alloc(l->e);
         if (c == NULL) {
             conn_close_fd(cfd, true);
@@ -279,7 +283,8 @@ static void listener_accept(int fd, unsigned what, void *arg)
         }
         c->fd = cfd;
         c->state = CS_P_WAIT_REQ;
-        conn_fill_addrs(c);
+        conn_fill_addrs_known(c, l->addr_specific ? &l->addr : NULL, l->alen, &peer, plen);
+        conn_fill_mss(c);
         if (conn_attach(c) != 0) {
             c->released = true;
             emu_engine_hook_del(c->e, &c->hook);
@@ -359,6 +364,7 @@ int emu_listener_create(struct emu_engine *e, const struct sockaddr *addr, sockl
     setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (l->addr.ss_family == AF_INET6)
         setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    conn_sock_tune(l->fd); /* inherited by every accepted socket */
     if (bind(l->fd, (struct sockaddr *)&l->addr, l->alen) != 0 ||
         listen(l->fd, SOMAXCONN) != 0) {
         rc = -errno;
@@ -366,6 +372,10 @@ int emu_listener_create(struct emu_engine *e, const struct sockaddr *addr, sockl
     }
     socklen_t sl = sizeof l->addr;
     getsockname(l->fd, (struct sockaddr *)&l->addr, &sl);
+    l->alen = sl;
+    l->addr_specific = l->addr.ss_family == AF_INET
+                           ? ((struct sockaddr_in *)&l->addr)->sin_addr.s_addr != htonl(INADDR_ANY)
+                           : !IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&l->addr)->sin6_addr);
     l->port = emu_sockaddr_port((struct sockaddr *)&l->addr);
     rc = emu_engine_hook_add(e, &l->hook);
     if (rc != 0)

@@ -33,7 +33,12 @@ struct event_base;
 typedef void (*emu_fn)(void *arg);
 
 /* Create an engine and start its thread. name (may be NULL) names the
- * thread for debuggers (at most 15 chars are kept). 0 or -errno. */
+ * thread for debuggers (at most 15 chars are kept). 0 or -errno.
+ * First it grows the process's descriptor table to hold
+ * min(RLIMIT_NOFILE, EMU_FD_TABLE_RESERVE) descriptors (no descriptor is
+ * left open): later growth in a multi-threaded process waits for an RCU
+ * grace period inside socket()/accept4() (engine.c). */
+#define EMU_FD_TABLE_RESERVE 8192u
 int emu_engine_create(const char *name, struct emu_engine **out);
 
 /* Stop and free (see above). 0, or -EDEADLK when called on the engine

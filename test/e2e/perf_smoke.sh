@@ -143,6 +143,9 @@ done
 line=$("$PERF" --connect-rate 50 2>&1 | grep '^connect_rate')
 [[ $line =~ ^connect_rate\ +50\ connections\ in\ [0-9.]+\ s:\ [0-9.]+\ us\ per\ connection,\ CPS\ [0-9.]+$ ]] &&
     ok "--connect-rate 50: $line" || notok "--connect-rate 50: '$line'"
+line=$("$PERF" --connect-rate 50 --presize-fds 2>&1 | grep '^connect_rate')
+[[ $line =~ ^connect_rate\ +50\ connections\ in\ [0-9.]+\ s:\ [0-9.]+\ us\ per\ connection,\ CPS\ [0-9.]+$ ]] &&
+    ok "--connect-rate 50 --presize-fds: $line" || notok "--connect-rate 50 --presize-fds: '$line'"
 
 # With -v, a result line per (test, size) went to stderr, for DAT and raw TCP.
 n_dat=$(grep -c '^softdat-perf: dat ' "$tmp/cli.err")

@@ -43,6 +43,8 @@ static void usage(FILE *out)
             "      --raw-tcp          only the raw-TCP baseline (no DAT; server: no IA)\n"
             "      --connect-rate N   no server: N raw TCP connections set up in one burst on\n"
             "                         127.0.0.1, timed as dtestcm times DAT connections\n"
+            "      --presize-fds      with --connect-rate: grow the descriptor table before\n"
+            "                         the burst, as a softdat IA does at dat_ia_open\n"
             "      --compare          the DAT tests, then the raw-TCP baseline, side by side\n"
             "      --json             print the results as JSON instead of a table\n"
             "      --persist          server: keep serving after a client session\n"
@@ -277,7 +279,7 @@ static void print_json(const struct perf_opts *o, const struct perf_results *res
 
 int main(int argc, char **argv)
 {
-    enum { O_CRC = 256, O_RAW, O_COMPARE, O_JSON, O_PERSIST, O_TIMEOUT, O_IDLE, O_CONNRATE };
+    enum { O_CRC = 256, O_RAW, O_COMPARE, O_JSON, O_PERSIST, O_TIMEOUT, O_IDLE, O_CONNRATE, O_PRESIZE };
     static const struct option longopts[] = {
         { "server", no_argument, NULL, 's' },
         { "client", required_argument, NULL, 'c' },
@@ -292,6 +294,7 @@ int main(int argc, char **argv)
         { "crc", required_argument, NULL, O_CRC },
         { "raw-tcp", no_argument, NULL, O_RAW },
         { "connect-rate", required_argument, NULL, O_CONNRATE },
+        { "presize-fds", no_argument, NULL, O_PRESIZE },
         { "compare", no_argument, NULL, O_COMPARE },
         { "json", no_argument, NULL, O_JSON },
         { "persist", no_argument, NULL, O_PERSIST },
@@ -366,6 +369,7 @@ int main(int argc, char **argv)
             if (parse_long(optarg, 1, 100000, &conn_rate) != 0)
                 goto bad;
             break;
+        case O_PRESIZE: o.presize_fds = 1; break;
         case O_COMPARE: o.compare = 1; break;
         case O_JSON: o.json = 1; break;
         case O_PERSIST: o.persist = 1; break;

@@ -58,6 +58,7 @@ struct perf_opts {
     int poll;               /* -W: dat_evd_dequeue spin instead of dat_evd_wait */
     enum crc_choice crc;
     int raw_only;           /* --raw-tcp */
+    int presize_fds;        /* --presize-fds (--connect-rate) */
     int compare;            /* --compare: DAT run, then the raw-TCP run */
     int json;
     int verbose;

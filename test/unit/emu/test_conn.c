@@ -3,6 +3,8 @@
  * hostile-peer cases: test_conn_wire.c; capability marker: test_conn_caps.c. */
 #include "test/lib/conn_fixture.h"
 
+#include <netinet/tcp.h>
+
 /* ---------------------------------------------------------------- tests */
 
 START_TEST(connect_accept_pdata_and_data)
@@ -321,6 +323,19 @@ START_TEST(ipv6_loopback)
     ck_assert_int_eq(emu_conn_get_info(ac, &ai), 0);
     ck_assert_int_eq(ai.peer.ss_family, AF_INET6);
     ck_assert(!ai.crc);
+    /* The passive side's addresses come from its listener and accept4:
+     * the same bytes the socket reports. */
+    struct emu_conn_info pi;
+    ck_assert_int_eq(emu_conn_get_info(p.c, &pi), 0);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    ck_assert_int_eq(getsockname(pi.fd, (struct sockaddr *)&ss, &sl), 0);
+    ck_assert_int_eq(pi.local_len, sl);
+    ck_assert(memcmp(&pi.local, &ss, sl) == 0);
+    sl = sizeof ss;
+    ck_assert_int_eq(getpeername(pi.fd, (struct sockaddr *)&ss, &sl), 0);
+    ck_assert_int_eq(pi.peer_len, sl);
+    ck_assert(memcmp(&pi.peer, &ss, sl) == 0);
     ck_assert_int_eq(emu_conn_disconnect(p.c, true), 0);
     check_one_terminal(&a, EMU_CONN_DISCONNECTED);
     check_one_terminal(&p, EMU_CONN_DISCONNECTED);
@@ -881,6 +896,59 @@ START_TEST(active_socket_reuseaddr_time_wait)
 END_TEST
 
 
+/* The handshake's short cuts change nothing a consumer sees: the Request
+ * leaves as soon as connect() returns on loopback (no write-readiness
+ * round), the passive side takes its addresses from the listener and
+ * accept4 instead of asking the socket, and its socket gets Nagle off,
+ * keepalive and the user timeout from the listening socket instead of
+ * being tuned itself. */
+static int sockopt(int fd, int level, int name)
+{
+    int v = -1;
+    socklen_t l = sizeof v;
+    ck_assert_int_eq(getsockopt(fd, level, name, &v, &l), 0);
+    return v;
+}
+
+static void same_addr(const struct sockaddr_storage *a, socklen_t alen, const struct sockaddr_storage *b,
+                      socklen_t blen)
+{
+    ck_assert_int_eq(alen, blen);
+    ck_assert(memcmp(a, b, alen) == 0);
+}
+
+START_TEST(handshake_short_cuts)
+{
+    struct pair x;
+    pair_up(&x, &ops_rx);
+    struct emu_conn_info ai, pi;
+    ck_assert_int_eq(emu_conn_get_info(x.ac, &ai), 0);
+    ck_assert_int_eq(emu_conn_get_info(x.p[0].c, &pi), 0);
+    ck_assert(ai.request_early);
+    ck_assert(!pi.request_early);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    ck_assert_int_eq(getsockname(pi.fd, (struct sockaddr *)&ss, &sl), 0);
+    same_addr(&pi.local, pi.local_len, &ss, sl);
+    sl = sizeof ss;
+    ck_assert_int_eq(getpeername(pi.fd, (struct sockaddr *)&ss, &sl), 0);
+    same_addr(&pi.peer, pi.peer_len, &ss, sl);
+    sl = sizeof ss;
+    ck_assert_int_eq(getpeername(ai.fd, (struct sockaddr *)&ss, &sl), 0);
+    same_addr(&ai.peer, ai.peer_len, &ss, sl);
+    same_addr(&ai.local, ai.local_len, &pi.peer, pi.peer_len);
+    ck_assert_uint_eq(ai.emss, pi.emss); /* the negotiated MSS, not SYN_SENT's guess */
+    static const int opts[][2] = {{IPPROTO_TCP, TCP_NODELAY},   {SOL_SOCKET, SO_KEEPALIVE},
+                                  {IPPROTO_TCP, TCP_KEEPIDLE},  {IPPROTO_TCP, TCP_KEEPINTVL},
+                                  {IPPROTO_TCP, TCP_KEEPCNT},   {IPPROTO_TCP, TCP_USER_TIMEOUT}};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++)
+        ck_assert_int_eq(sockopt(pi.fd, opts[i][0], opts[i][1]), sockopt(ai.fd, opts[i][0], opts[i][1]));
+    ck_assert_int_eq(sockopt(pi.fd, IPPROTO_TCP, TCP_NODELAY), 1);
+    ck_assert_int_eq(sockopt(pi.fd, IPPROTO_TCP, TCP_USER_TIMEOUT), (int)emu_conn_peer_timeout_ms());
+    pair_down(&x);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("emu_conn");
@@ -908,6 +976,7 @@ static Suite *suite(void)
     tcase_add_test(tc, refused_retry_capped_by_connect_timeout);
     tcase_add_test(tc, refused_retry_free_and_disconnect);
     tcase_add_test(tc, active_socket_reuseaddr_time_wait);
+    tcase_add_test(tc, handshake_short_cuts);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -35,6 +35,67 @@ START_TEST(unreachable_when_tcp_never_completes)
 }
 END_TEST
 
+/* The TCP handshake is not complete when connect() returns (the listener's
+ * full accept queue drops the SYN): the Request cannot go out at once, the
+ * connection waits for write readiness and sends it once the retransmitted
+ * SYN gets through; nothing is lost or sent twice. */
+START_TEST(request_waits_for_a_slow_handshake)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in la = a4(0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&la, sizeof la), 0);
+    ck_assert_int_eq(listen(lfd, 0), 0); /* room for one queued connection */
+    socklen_t sl = sizeof la;
+    getsockname(lfd, (struct sockaddr *)&la, &sl);
+    int fill = raw_connect(ntohs(la.sin_port));
+    ck_assert_int_ge(fill, 0);
+    sleep_ms(100);
+    struct side a;
+    side_init(&a);
+    struct emu_conn_params ap = {.ird = 2, .ord = 3, .timeout_us = 10000000};
+    struct emu_conn *ac = connect4(ntohs(la.sin_port), &ap, "rd", 2, &ops_rx, &a);
+    sleep_ms(200); /* our SYN was dropped: still connecting */
+    int q = accept(lfd, NULL, NULL); /* the queued filler: room for our retransmitted SYN */
+    ck_assert_int_ge(q, 0);
+    struct pollfd pf = {.fd = lfd, .events = POLLIN};
+    ck_assert_int_eq(poll(&pf, 1, 5000), 1);
+    int fd = accept(lfd, NULL, NULL);
+    ck_assert_int_ge(fd, 0);
+    uint8_t req[34];
+    ck_assert_int_eq(recv_exact(fd, req, 34, 3000), 34);
+    ck_assert(memcmp(req, "MPA ID Req Frame", 16) == 0);
+    ck_assert(memcmp(req + 32, "rd", 2) == 0);
+    uint8_t rep[27];
+    memcpy(rep, "MPA ID Rep Frame", 16);
+    rep[16] = 0x10;
+    rep[17] = 2;
+    rep[18] = 0;
+    rep[19] = 7;
+    rep[20] = 0x80; /* A | IRD 1 */
+    rep[21] = 1;
+    rep[22] = 0x80; /* C: Write RTR | ORD 2 */
+    rep[23] = 2;
+    memcpy(rep + 24, "yes", 3);
+    ck_assert_int_eq(send(fd, rep, 27, 0), 27);
+    ck_assert(side_wait(&a, 1, 5000));
+    ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
+    struct emu_conn_info ai;
+    ck_assert_int_eq(emu_conn_get_info(ac, &ai), 0);
+    ck_assert(!ai.request_early);
+    ck_assert_int_eq(ai.rtr, EMU_MPA_RTR_WRITE);
+    /* exactly one Request, then the RTR (a zero-length tagged FPDU) */
+    uint8_t rtr[64];
+    ck_assert_int_eq(recv_exact(fd, rtr, 2, 3000), 2);
+    ck_assert_uint_lt(((unsigned)rtr[0] << 8) | rtr[1], 32);
+    close(fd);
+    check_one_terminal(&a, EMU_CONN_DISCONNECTED);
+    emu_conn_free(ac);
+    close(q);
+    close(fill);
+    close(lfd);
+}
+END_TEST
+
 START_TEST(malformed_request_closed_listener_survives)
 {
     struct lis l;
@@ -346,6 +407,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, unreachable_when_tcp_never_completes);
+    tcase_add_test(tc, request_waits_for_a_slow_handshake);
     tcase_add_test(tc, malformed_request_closed_listener_survives);
     tcase_add_test(tc, raw_initiator_rtr_rules);
     tcase_add_test(tc, initiator_read_rtr);

@@ -2,11 +2,14 @@
 #include "emu/engine.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -406,6 +409,56 @@ START_TEST(destroy_with_pending_work)
 }
 END_TEST
 
+/* Slots in this process's descriptor table (/proc/self/status FDSize). */
+static long fd_table_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    ck_assert_ptr_nonnull(f);
+    char line[256];
+    long n = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "FDSize: %ld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    while (readdir(d) != NULL)
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* The engine grows the descriptor table before its thread exists, so that
+ * a burst of connections never waits in socket()/accept4() for the
+ * table's growth (an RCU grace period in a multi-threaded process), and
+ * leaves no descriptor behind. */
+START_TEST(create_reserves_fd_table)
+{
+    struct rlimit rl;
+    ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    const rlim_t limits[] = {300, 2048, 100000};
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        struct rlimit set = rl;
+        set.rlim_cur = limits[i] < rl.rlim_max ? limits[i] : rl.rlim_max;
+        ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &set), 0);
+        long want = set.rlim_cur < EMU_FD_TABLE_RESERVE ? (long)set.rlim_cur : (long)EMU_FD_TABLE_RESERVE;
+        int before = open_fds();
+        struct emu_engine *e = NULL;
+        ck_assert_int_eq(emu_engine_create("t-fds", &e), 0);
+        ck_assert_int_ge(fd_table_size(), want);
+        ck_assert_int_eq(emu_engine_destroy(e), 0);
+        ck_assert_int_eq(open_fds(), before);
+    }
+    ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("emu_engine");
@@ -419,6 +472,7 @@ static Suite *suite(void)
     tcase_add_test(tc, fd_watchers);
     tcase_add_test(tc, doorbell_coalesces);
     tcase_add_test(tc, destroy_with_pending_work);
+    tcase_add_test(tc, create_reserves_fd_table);
     suite_add_tcase(s, tc);
     return s;
 }
