@@ -51,6 +51,7 @@ void qp_rx_reset(struct emu_qp *qp)
     qp->rx.small_run = QP_LARGE_RUN; /* until a large payload shows up */
     qp->rx.rresp_off = 0;
     qp->rx.peer_probes = false;
+    qp->rx.tx_owed = false;
     qp->rx.placed = qp->rx.confirmed = 0;
     emu_mem_put(&qp->rx.wref);
     memset(&qp->rx.wref, 0, sizeof qp->rx.wref);
