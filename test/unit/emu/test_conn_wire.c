@@ -3,6 +3,24 @@
  * listener, a peer that never closes after our abrupt disconnect). */
 #include "test/lib/conn_fixture.h"
 
+/* An MPA Reply (rev 2, CRC, private data "yes") with enhanced RTR
+ * negotiation: IRD 1, ORD 2 and the RTR control bits rtr. */
+static void send_mpa_reply(int fd, uint8_t rtr)
+{
+    uint8_t rep[27];
+    memcpy(rep, "MPA ID Rep Frame", 16);
+    rep[16] = 0x10;
+    rep[17] = 2;
+    rep[18] = 0;
+    rep[19] = 7;
+    rep[20] = 0x80; /* A | IRD 1 */
+    rep[21] = 1;
+    rep[22] = rtr; /* | ORD 2 */
+    rep[23] = 2;
+    memcpy(rep + 24, "yes", 3);
+    ck_assert_int_eq(send(fd, rep, 27, 0), 27);
+}
+
 /* A listener whose accept queue is full drops SYNs: TCP never completes. */
 START_TEST(unreachable_when_tcp_never_completes)
 {
@@ -65,18 +83,7 @@ START_TEST(request_waits_for_a_slow_handshake)
     ck_assert_int_eq(recv_exact(fd, req, 34, 3000), 34);
     ck_assert(memcmp(req, "MPA ID Req Frame", 16) == 0);
     ck_assert(memcmp(req + 32, "rd", 2) == 0);
-    uint8_t rep[27];
-    memcpy(rep, "MPA ID Rep Frame", 16);
-    rep[16] = 0x10;
-    rep[17] = 2;
-    rep[18] = 0;
-    rep[19] = 7;
-    rep[20] = 0x80; /* A | IRD 1 */
-    rep[21] = 1;
-    rep[22] = 0x80; /* C: Write RTR | ORD 2 */
-    rep[23] = 2;
-    memcpy(rep + 24, "yes", 3);
-    ck_assert_int_eq(send(fd, rep, 27, 0), 27);
+    send_mpa_reply(fd, 0x80); /* C: Write RTR */
     ck_assert(side_wait(&a, 1, 5000));
     ck_assert_int_eq(a.ev[0].type, EMU_CONN_ESTABLISHED);
     struct emu_conn_info ai;
@@ -258,18 +265,7 @@ START_TEST(initiator_read_rtr)
     static const uint8_t marker[8] = {'S', 'D', 'T', 1, 0, 0, 0, 3};
     ck_assert(memcmp(req + 24, marker, 8) == 0);
     ck_assert(memcmp(req + 32, "rd", 2) == 0);
-    uint8_t rep[27];
-    memcpy(rep, "MPA ID Rep Frame", 16);
-    rep[16] = 0x10;
-    rep[17] = 2;
-    rep[18] = 0;
-    rep[19] = 7;
-    rep[20] = 0x80; /* A | IRD 1 */
-    rep[21] = 1;
-    rep[22] = 0x40; /* D: Read RTR | ORD 2 */
-    rep[23] = 2;
-    memcpy(rep + 24, "yes", 3);
-    ck_assert_int_eq(send(fd, rep, 27, 0), 27);
+    send_mpa_reply(fd, 0x40); /* D: Read RTR */
     uint8_t rtr[52];
     ck_assert_int_eq(recv_exact(fd, rtr, 52, 3000), 52);
     static const uint8_t want[48] = {0x00, 0x2e, 0x41, 0x41, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1,
