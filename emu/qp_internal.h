@@ -277,7 +277,7 @@ struct qp_rx {
     bool have_imm_recv;         /* imm_recv: the receive an Immediate Data header took */
     struct rq_wqe imm_recv;
     bool rresp_probe;           /* the Read Response being received answers a probe */
-    bool tx_owed;               /* responses queued by this pass wait for qp_rx_kick_owed */
+    bool tx_owed;               /* responses queued by this pass wait for its kick_owed (qp_rx.c) */
     bool peer_probes;           /* the peer confirms placement with zero-length Reads */
     uint32_t placed;            /* Sends and Writes placed (count, wraps) ... */
     uint32_t confirmed;         /* ... of which a Read or Atomic Request since then
@@ -366,7 +366,6 @@ bool qp_engine_parked(struct emu_qp *qp);
  * set; or a socket error: rx.dead is not). The caller decides what that
  * means for the connection (emu_qp_rx: the engine; qp.c consumer_rx_run). */
 int qp_rx_run(struct emu_qp *qp, int fd);
-void qp_rx_kick_owed(struct emu_qp *qp);
 void qp_rx_deliver_pending(struct emu_qp *qp);
 void qp_rx_reset(struct emu_qp *qp);
 

@@ -338,12 +338,22 @@ static uint32_t pf_make_room(struct emu_qp *qp)
  * and perhaps closes the connection, as an HCA's ACK leaves before the
  * completion is polled. A failure has gone through qp_rx_fail (rx.dead is
  * set); what it means for the connection is the caller's to decide. */
+/* (rx.lock) Send the responses the frames processed so far queued. */
+static void kick_owed(struct emu_qp *qp)
+{
+    if (!qp->rx.tx_owed)
+        return;
+    qp->rx.tx_owed = false;
+    pthread_mutex_lock(&qp->tx.lock);
+    qp_tx_pump(qp);
+    pthread_mutex_unlock(&qp->tx.lock);
+}
+
 int qp_rx_run(struct emu_qp *qp, int fd)
 {
     int rc = rx_run(qp, fd);
     if (rc == QP_RX_FAILED)
         rc = qp_rx_fail(qp);
-    qp_rx_kick_owed(qp);
     qp_rx_deliver_pending(qp);
     /* A stalled header sits in the QP, where poll(2) cannot see it:
      * emu_qp_progress_many must look at this QP whatever the socket says. */
@@ -364,7 +374,7 @@ static int rx_run(struct emu_qp *qp, int fd)
 {
     for (int round = 0; round < RX_ROUNDS; round++) {
         int rc = process(qp);
-        qp_rx_kick_owed(qp);
+        kick_owed(qp);
         if (rc != 0)
             return rc;
         ssize_t n;
@@ -442,17 +452,6 @@ static int rx_run(struct emu_qp *qp, int fd)
             break;
     }
     int rc = process(qp);
-    qp_rx_kick_owed(qp);
+    kick_owed(qp);
     return rc != 0 ? rc : EMU_RX_OK;
-}
-
-/* (rx.lock) Send the responses the frames processed so far queued. */
-void qp_rx_kick_owed(struct emu_qp *qp)
-{
-    if (!qp->rx.tx_owed)
-        return;
-    qp->rx.tx_owed = false;
-    pthread_mutex_lock(&qp->tx.lock);
-    qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->tx.lock);
 }

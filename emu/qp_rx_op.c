@@ -180,7 +180,7 @@ static void orq_complete(struct emu_qp *qp, uint32_t idx, uint32_t len)
 }
 
 /* The receive path queued a Read or Atomic Response: it leaves when the
- * bytes read so far are processed (qp_rx_kick_owed), with every other
+ * bytes read so far are processed (kick_owed, qp_rx.c), with every other
  * response they asked for, in one writev rather than one each. */
 static void tx_kick(struct emu_qp *qp)
 {

@@ -360,6 +360,23 @@ static int sleep_in_hook(struct sd_evq *q, uint64_t left_us, int chunk_ms)
     return r;
 }
 
+/* A waiter's passes processed input since *seen that made no event for
+ * it (sd_evq_set_sleep's input): its spin window is reopened for
+ * window_us, up to the deadline. */
+static bool input_reopens(sd_evq_input_fn input, uint64_t *seen, unsigned window_us,
+                          uint64_t deadline, uint64_t *poll_end)
+{
+    if (input == NULL || window_us == 0)
+        return false;
+    uint64_t n = input();
+    if (n == *seen)
+        return false;
+    *seen = n;
+    uint64_t end = now_us() + window_us;
+    *poll_end = end < deadline ? end : deadline;
+    return true;
+}
+
 DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshold,
                        DAT_EVENT *ev, DAT_COUNT *nmore)
 {
@@ -497,12 +514,8 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
                 polling = false; /* nothing to progress: not a spin */
             else
                 spun = spin_us > 0 && !respin;
-            if (input && sleep_ok && respin_us > 0 && r >= 0 && input() != seen) {
-                seen = input();
-                poll_end = now_us() + respin_us;
-                if (poll_end > deadline)
-                    poll_end = deadline;
-            }
+            if (sleep_ok && r >= 0)
+                input_reopens(input, &seen, respin_us, deadline, &poll_end);
             continue;
         }
         if (spun) { /* the window ran out: sleeping after all */
@@ -520,14 +533,9 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
                                  : (chunk_ms * 2 > SD_EVQ_SLEEP_CHUNK_MAX_MS ? SD_EVQ_SLEEP_CHUNK_MAX_MS
                                                                           : chunk_ms * 2);
                 call_progress(q); /* read what woke it */
-                if (input && respin_us > 0 && input() != seen) {
-                    /* Input came, no event yet: more may follow at once. */
-                    seen = input();
-                    poll_end = now_us() + respin_us;
-                    if (poll_end > deadline)
-                        poll_end = deadline;
+                /* Input came, no event yet: more may follow at once. */
+                if (input_reopens(input, &seen, respin_us, deadline, &poll_end))
                     respin = true;
-                }
             }
             continue;
         }
