@@ -86,6 +86,14 @@ static size_t fixed_hlen(unsigned op)
     }
 }
 
+size_t emu_ddp_hdr_len_hint(uint8_t rdmap_ctrl)
+{
+    unsigned op = rdmap_ctrl & EMU_RDMAP_OP_MASK;
+    if ((rdmap_ctrl >> 6) != EMU_RDMAP_VERSION || !emu_rdmap_op_valid(op) || op == EMU_OP_TERMINATE)
+        return 2;
+    return fixed_hlen(op);
+}
+
 static size_t term_hlen(uint8_t hdrct, uint8_t ddp_hdr_len)
 {
     size_t n = EMU_DDP_UNTAGGED_HLEN + EMU_RDMAP_TERM_LEN;

@@ -191,6 +191,11 @@ const char *emu_rdmap_op_name(unsigned op);   /* "Send with SE", ... */
 
 /* DDP+RDMAP header length for h (uses opcode and, for Terminate, hdrct). */
 size_t emu_ddp_hdr_len(const struct emu_ddp_hdr *h);
+/* The header length the RDMAP control byte (the segment's second byte)
+ * promises, when its opcode alone says it (not a Terminate, not a reserved
+ * opcode); otherwise 2, the bytes that tell the rest. emu_ddp_parse checks
+ * the header; this only lets a reader gather it in one go. */
+size_t emu_ddp_hdr_len_hint(uint8_t rdmap_ctrl);
 
 /* ---- send side ---- */
 

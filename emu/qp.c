@@ -114,6 +114,24 @@ void qp_sq_confirm(struct emu_qp *qp, uint32_t upto)
     }
 }
 
+/* tx.lock held. The confirmation a consumer thread's pass left for later
+ * (rresp_finish): the Sends and Writes a probe's answer covered complete
+ * now. A pass that reads the answer together with the peer's reply (every
+ * ping-pong on an InfiniBand IA) returns to its application with the
+ * reply alone; the completions of our own Sends, which nobody waits for
+ * at that moment, follow at the thread's next pass or post, or when it
+ * sleeps, or when the engine takes the QP back: the bound of the answers
+ * a pass keeps (flush_deferred). */
+void qp_sq_confirm_owed(struct emu_qp *qp)
+{
+    if (!atomic_load_explicit(&qp->tx.confirm_owed, memory_order_relaxed))
+        return;
+    atomic_store_explicit(&qp->tx.confirm_owed, false, memory_order_relaxed);
+    /* A later Read's answer may have confirmed past it meanwhile. */
+    if ((int32_t)(qp->tx.confirm_upto - qp->tx.sq_head) > 0)
+        qp_sq_confirm(qp, qp->tx.confirm_upto);
+}
+
 /* ---- receive rings (a QP's own, an SRQ's): the lock held ---- */
 
 static int ring_push(struct rq_ring *r, uint32_t max_sge, uint64_t cookie, uint32_t nsge,
@@ -251,6 +269,7 @@ static void tx_clear(struct emu_qp *qp)
     qp->orq.head = qp->orq.tail = 0;
     qp->orq.probes_out = 0;
     qp->tx.unacked = 0;
+    atomic_store_explicit(&qp->tx.confirm_owed, false, memory_order_relaxed);
     qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
     qp->tx.uncovered_bytes = 0;
     qp->tx.probe_was_large = false;
@@ -427,9 +446,14 @@ uint64_t emu_qp_thread_rx_fpdus(void)
 /* Identifies the polling thread (struct qp_poll.thread). */
 static _Thread_local char tl_poll_self;
 
-void emu_qp_poll_pass_end(void)
+/* This thread's pass read frames or continued a send side: it may have
+ * taken long, so its end is read from the clock (emu_qp_poll_pass_end). */
+static _Thread_local bool tl_pass_worked;
+
+void emu_qp_poll_pass_end(uint64_t started_us)
 {
-    tl_poll_idle_from = emu_now_us();
+    tl_poll_idle_from = tl_pass_worked ? emu_now_us() : started_us;
+    tl_pass_worked = false;
 }
 
 /* A post's transmit is work in our own code, not time away from polling. */
@@ -455,7 +479,10 @@ void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
     if (!qp || atomic_load_explicit(&qp->poll.off, memory_order_relaxed))
         return;
     uintptr_t me = (uintptr_t)&tl_poll_self;
-    bool same = atomic_exchange_explicit(&qp->poll.thread, me, memory_order_relaxed) == me;
+    /* Read first: the same thread's every pass would otherwise pay a
+     * locked exchange. */
+    bool same = atomic_load_explicit(&qp->poll.thread, memory_order_relaxed) == me ||
+                atomic_exchange_explicit(&qp->poll.thread, me, memory_order_relaxed) == me;
     if (!same || tl_poll_idle_from == 0 || now - tl_poll_idle_from > QP_POLL_GAP_US)
         atomic_store_explicit(&qp->poll.since_us, now, memory_order_relaxed);
     if (now - atomic_load_explicit(&qp->poll.since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
@@ -556,20 +583,23 @@ static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */
     bool posts = atomic_load_explicit(&qp->poll.posts_held, memory_order_relaxed);
-    if (!posts && !atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
-        return;
-    if (!force && !posts) {
+    bool answers = atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed);
+    bool owed = atomic_load_explicit(&qp->tx.confirm_owed, memory_order_relaxed);
+    if (answers && !force && !posts) {
         /* Only a QP that sends now and then (a ping-pong's replies) is
          * worth waiting for: a pure receiver's answers go at once, or the
          * peer's Writes complete QP_DEFER_US later. */
         uint64_t now = emu_now_us();
         if (now - atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed) < QP_DEFER_US &&
             now - atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed) < QP_DEFER_RECENT_US)
-            return;
+            answers = false;
     }
+    if (!posts && !answers && !owed)
+        return;
     pthread_mutex_lock(&qp->tx.lock);
-    if ((qp->tx.held || atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed)) &&
-        !qp->tx.want_tx)
+    qp_sq_confirm_owed(qp);
+    if ((posts || answers) &&
+        (qp->tx.held || atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed)) && !qp->tx.want_tx)
         qp_tx_pump(qp);
     pthread_mutex_unlock(&qp->tx.lock);
 }
@@ -594,7 +624,9 @@ static int engine_rx_run(struct emu_qp *qp, int fd)
  * engine may have no readable bytes to wake it. */
 static int consumer_rx_run(struct emu_qp *qp)
 {
+    qp->rx.consumer_pass = true;
     int rc = qp_rx_run(qp, qp->rx.fd);
+    qp->rx.consumer_pass = false;
     if (rc == QP_RX_STALL) {
         if (!qp->rx.rnr_kicked) {
             qp->rx.rnr_kicked = true;
@@ -716,6 +748,7 @@ static void consumer_tx(struct emu_qp *qp, bool writable)
         return;
     if (qp->tx.want_tx) {
         tx_resume(qp);
+        tl_pass_worked = true;
         atomic_fetch_add_explicit(&g_consumer_tx, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&qp->tx.lock);
@@ -742,6 +775,8 @@ static int progress_rx(struct emu_qp *qp)
         int rc = consumer_rx_run(qp);
         n = (int)(qp->rx.ncomp - before);
         tl_rx_fpdus += qp->rx.fpdus - fpdus;
+        if (qp->rx.fpdus != fpdus)
+            tl_pass_worked = true;
         if (rc != EMU_RX_OK && !atomic_exchange(&qp->poll.off, true)) {
             /* End of stream or an error: the engine reports it (it may be
              * parked by a lease), and no lease is given from now on. */
@@ -832,6 +867,7 @@ int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
         rc = emu_conn_disconnect(c, false);
     } else {
         qp->tx.disc_pending = true;
+        qp_sq_confirm_owed(qp);
         if (qp->tx.held && !qp->tx.want_tx)
             qp_tx_pump(qp); /* held posts go first; the pump ends with the disconnect */
         if (!qp->tx.disc_done && (tx_idle(qp) || qp->tx.dead)) {
@@ -889,6 +925,7 @@ void emu_qp_flush(struct emu_qp *qp)
     }
 
     pthread_mutex_lock(&qp->tx.lock);
+    qp_sq_confirm_owed(qp); /* the peer did place those */
     qp->link.c = NULL;
     qp->tx.dead = true;
     /* Every slot not yet reported, in post order. sq_tx may lag (never

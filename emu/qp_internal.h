@@ -200,6 +200,9 @@ struct qp_tx {
     uint32_t sq_cap, sq_head, sq_tx, sq_tail; /* absolute counters, mod sq_cap */
     uint32_t msn[EMU_QN_COUNT];
     uint32_t unacked;           /* WQ_ACK entries */
+    uint32_t confirm_upto;      /* a probe's answer a consumer pass left to confirm ... */
+    atomic_bool confirm_owed;   /* ... until after its application's turn (qp_sq_confirm_owed);
+                                   written under tx.lock, read without it by pollers */
     uint32_t ack_tail;          /* one past the last started WR that needs confirming */
     uint64_t uncovered_bytes;   /* bytes of the WRs started since the last Read Request */
     bool probe_was_large;       /* the last probe covered QP_PROBE_BATCH_BYTES or more (probe_due) */
@@ -278,6 +281,7 @@ struct qp_rx {
     struct rq_wqe imm_recv;
     bool rresp_probe;           /* the Read Response being received answers a probe */
     bool tx_owed;               /* responses queued by this pass wait for its kick_owed (qp_rx.c) */
+    bool consumer_pass;         /* a consumer thread runs this pass (consumer_rx_run, qp.c) */
     bool peer_probes;           /* the peer confirms placement with zero-length Reads */
     uint32_t placed;            /* Sends and Writes placed (count, wraps) ... */
     uint32_t confirmed;         /* ... of which a Read or Atomic Request since then
@@ -348,6 +352,7 @@ void qp_fatal(struct emu_qp *qp, bool remote, const struct emu_term *t, int err)
 bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out);
 void qp_sq_report(struct emu_qp *qp, uint32_t idx, enum emu_wc_status st, uint32_t len);
 void qp_sq_confirm(struct emu_qp *qp, uint32_t upto);
+void qp_sq_confirm_owed(struct emu_qp *qp);
 uint32_t qp_sge_slice(const struct emu_sge *sge, uint32_t nsge, uint64_t off, uint64_t len,
                       struct iovec *iov, uint32_t max);
 

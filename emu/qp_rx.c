@@ -231,6 +231,15 @@ static int process(struct emu_qp *qp)
                 qp->rx.ulpdu_len = emu_get_be16(qp->rx.hbuf + EMU_WIRE_FPDU_ULPDU_LEN);
                 qp->rx.phase = RX_HDR;
                 qp->rx.hneed = 2 + 2;
+                /* The opcode, already in the buffer, tells the header's
+                 * length: gather it whole, parse once. */
+                if (qp->rx.pf_len - qp->rx.pf_off >= 2) {
+                    size_t h = emu_ddp_hdr_len_hint(qp->rx.pf[qp->rx.pf_off + EMU_WIRE_RDMAP_CTRL]);
+                    if (h > qp->rx.ulpdu_len)
+                        h = qp->rx.ulpdu_len;
+                    if (h > 2)
+                        qp->rx.hneed = 2 + h;
+                }
                 continue;
             }
             size_t need = 0;

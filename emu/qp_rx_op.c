@@ -120,6 +120,7 @@ int qp_rx_fail(struct emu_qp *qp)
     const struct emu_term *t = &qp->rx.fail.t;
     bool remote = qp->rx.fail.remote;
     pthread_mutex_lock(&qp->tx.lock);
+    qp_sq_confirm_owed(qp);
     if (remote)
         term_blame(qp, t);
     else
@@ -326,7 +327,13 @@ static int rresp_finish(struct emu_qp *qp)
     if (qp->rx.rresp_probe) {
         qp->orq.head++;
         qp->orq.probes_out--;
-        qp_sq_confirm(qp, idx);
+        if (qp->rx.consumer_pass && !qp->tx.disc_pending) {
+            /* After the application's turn (qp_sq_confirm_owed). */
+            qp->tx.confirm_upto = idx;
+            atomic_store_explicit(&qp->tx.confirm_owed, true, memory_order_relaxed);
+        } else {
+            qp_sq_confirm(qp, idx);
+        }
         qp_tx_pump(qp); /* the next probe, a stalled Read, a graceful disconnect */
     } else {
         struct sq_wqe *w = sq_at(qp, idx);

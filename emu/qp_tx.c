@@ -502,6 +502,16 @@ static void build_terminate(struct emu_qp *qp)
         qp->tx.dead = true;
 }
 
+/* Could fill_batch start anything now? Cheaper than finding out by
+ * trying: a pump after a writev that took everything, or one called by
+ * the receive side for an answer that unblocks nothing (every probe answer
+ * of a ping-pong), would otherwise walk start_next for nothing. */
+static bool tx_may_start(struct emu_qp *qp)
+{
+    return qp->tx.term_pending || qp->tx.cur.kind != TXK_NONE || qp->tx.sq_tx != qp->tx.sq_tail ||
+           irq_has_new(qp) || probe_due(qp, true);
+}
+
 void qp_tx_pump(struct emu_qp *qp)
 {
     struct emu_conn *cn = qp->link.c;
@@ -516,6 +526,8 @@ void qp_tx_pump(struct emu_qp *qp)
     int round;
     for (round = 0; round < QP_TX_ROUNDS; round++) {
         if (b->rec_pos == b->nrec) {
+            if (!tx_may_start(qp))
+                break;
             qp_tx_batch_reset(b);
             if (qp->tx.term_pending)
                 build_terminate(qp);
@@ -542,6 +554,10 @@ void qp_tx_pump(struct emu_qp *qp)
         qp->tx.writes++;
         consume(qp, (size_t)n);
     }
+    /* The bytes went: now the confirmation a pass left for after the
+     * application's turn, which this post (the reply) was. */
+    if (round > 0)
+        qp_sq_confirm_owed(qp);
     if (round == QP_TX_ROUNDS && (b->rec_pos != b->nrec || !qp->tx.dead)) {
         /* Out of rounds: let the engine continue. Work may be left even
          * when the last batch went out whole and ended a message: WRs,

@@ -291,9 +291,10 @@ START_TEST(t_lease_engine_looks_back_off)
             sent++;
             next += 0.003;
         }
-        emu_qp_poll_lease(B.qp, 500, emu_now_us());
+        uint64_t now = emu_now_us();
+        emu_qp_poll_lease(B.qp, 500, now);
         emu_qp_progress(B.qp);
-        emu_qp_poll_pass_end();
+        emu_qp_poll_pass_end(now);
     }
     int looks = atomic_load(&B.rx_hook_calls) - hooks0;
     /* Without the back-off: ~600 looks. With it: 500 µs doubling to 4 ms,
@@ -596,6 +597,24 @@ static uint64_t held_posts(struct qp_side *s)
  * consumer that stops calling has its held posts sent by the engine when
  * it looks at the lease again; another thread's post is never held.
  * Everything arrives, in order. */
+/* A's test thread holds A's polling lease, A's engine parked behind it
+ * (as in t_posts_held_for_one_write); B's reply to A makes the engine look. */
+static void lease_a_to_test_thread(uint8_t *in, size_t len)
+{
+    ck_assert_int_eq(emu_qp_post_recv(A.qp, 0, 1, &(struct emu_sge){in, len}), 0);
+    uint64_t t0 = emu_now_us();
+    while (emu_now_us() - t0 < 2000) {
+        uint64_t now = emu_now_us();
+        emu_qp_poll_lease(A.qp, 1000000, now);
+        emu_qp_progress(A.qp);
+        emu_qp_poll_pass_end(now);
+    }
+    ck_assert_uint_gt(emu_qp_poll_lease_left_us(A.qp), 500000);
+    int looks = atomic_load(&A.rx_hook_calls);
+    ck_assert_int_eq(qp_post_send(&B, 900, in, len, 0), 0);
+    ck_assert(engine_looked(&A, looks));
+}
+
 static void *post_from_thread(void *buf)
 {
     ck_assert_int_eq(qp_post_send(&A, 23, buf, 64, 0), 0);
@@ -613,20 +632,10 @@ START_TEST(t_posts_held_for_one_write)
         qp_fill(src[i], 64, 100u + (unsigned)i);
         ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst[i], 64}), 0);
     }
-    ck_assert_int_eq(emu_qp_post_recv(A.qp, 0, 1, &(struct emu_sge){in, sizeof in}), 0);
     /* A's thread polls until it holds the lease (1 s, longer than this
      * test's steps take under a sanitizer); then B's message makes A's
      * engine look at it and park. */
-    uint64_t t0 = emu_now_us();
-    while (emu_now_us() - t0 < 2000) {
-        emu_qp_poll_lease(A.qp, 1000000, emu_now_us());
-        emu_qp_progress(A.qp);
-        emu_qp_poll_pass_end();
-    }
-    ck_assert_uint_gt(emu_qp_poll_lease_left_us(A.qp), 500000);
-    int looks = atomic_load(&A.rx_hook_calls);
-    ck_assert_int_eq(qp_post_send(&B, 900, in, sizeof in, 0), 0);
-    ck_assert(engine_looked(&A, looks));
+    lease_a_to_test_thread(in, sizeof in);
     qp_stall(&B); /* nothing is confirmed from now on */
 
     uint64_t w0 = tx_writes(&A), h0 = held_posts(&A);
@@ -673,6 +682,62 @@ START_TEST(t_posts_held_for_one_write)
         ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
         ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
     }
+    qp_pair_down();
+}
+END_TEST
+
+/* InfiniBand semantics: the answer to a probe that a consumer's pass reads
+ * (typically with the peer's reply) confirms our Sends only after that
+ * pass: at the thread's next pass, or right after its next post has left,
+ * or when the QP is flushed (successfully: the peer placed them). The
+ * reply reaches the application first. */
+START_TEST(t_confirmation_after_the_pass)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true;
+    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    static uint8_t src[3][64], dst[3][64], in[64];
+    for (int i = 0; i < 3; i++) {
+        qp_fill(src[i], 64, 7u + (unsigned)i);
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst[i], 64}), 0);
+    }
+    lease_a_to_test_thread(in, sizeof in);
+    emu_qp_progress(A.qp); /* B's message */
+    ck_assert_int_eq(qp_get_nr(&A), 1);
+
+    /* 1. the next pass */
+    ck_assert_int_eq(qp_post_send(&A, 0, src[0], 64, 0), 0);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 1));
+    usleep(20000); /* B's engine answered the probe at once */
+    emu_qp_progress(A.qp);
+    ck_assert_int_eq(qp_get_ns(&A), 0); /* read, not yet reported */
+    emu_qp_progress(A.qp);
+    ck_assert_int_eq(qp_get_ns(&A), 1);
+    ck_assert_uint_eq(A.scq[0].cookie, 0);
+    ck_assert_int_eq(A.scq[0].status, EMU_WC_SUCCESS);
+
+    /* 2. the next post, once its bytes left */
+    ck_assert_int_eq(qp_post_send(&A, 1, src[1], 64, 0), 0);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 2));
+    usleep(20000);
+    emu_qp_progress(A.qp);
+    ck_assert_int_eq(qp_get_ns(&A), 1);
+    ck_assert_int_eq(qp_post_send(&A, 2, src[2], 64, 0), 0);
+    ck_assert_int_eq(qp_get_ns(&A), 2);
+    ck_assert_uint_eq(A.scq[1].cookie, 1);
+    ck_assert_int_eq(A.scq[1].status, EMU_WC_SUCCESS);
+
+    /* 3. a flush: the peer placed it, so it succeeded */
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 3));
+    usleep(20000);
+    emu_qp_progress(A.qp);
+    ck_assert_int_eq(qp_get_ns(&A), 2);
+    emu_qp_flush(A.qp);
+    ck_assert_int_eq(qp_get_ns(&A), 3);
+    ck_assert_uint_eq(A.scq[2].cookie, 2);
+    ck_assert_int_eq(A.scq[2].status, EMU_WC_SUCCESS);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(memcmp(dst[i], src[i], 64), 0);
     qp_pair_down();
 }
 END_TEST
@@ -1582,6 +1647,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_large_writes_read_in_place);
     tcase_add_test(tc, t_tx_backlog_beyond_one_pass);
     tcase_add_test(tc, t_posts_held_for_one_write);
+    tcase_add_test(tc, t_confirmation_after_the_pass);
     tcase_add_test(tc, t_read_responses_share_a_write);
     tcase_add_test(tc, t_write_bad_stag);
     tcase_add_test(tc, t_write_bad_pz);
