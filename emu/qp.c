@@ -446,14 +446,9 @@ uint64_t emu_qp_thread_rx_fpdus(void)
 /* Identifies the polling thread (struct qp_poll.thread). */
 static _Thread_local char tl_poll_self;
 
-/* This thread's pass read frames or continued a send side: it may have
- * taken long, so its end is read from the clock (emu_qp_poll_pass_end). */
-static _Thread_local bool tl_pass_worked;
-
-void emu_qp_poll_pass_end(uint64_t started_us)
+void emu_qp_poll_pass_end(void)
 {
-    tl_poll_idle_from = tl_pass_worked ? emu_now_us() : started_us;
-    tl_pass_worked = false;
+    tl_poll_idle_from = emu_now_us();
 }
 
 /* A post's transmit is work in our own code, not time away from polling. */
@@ -748,7 +743,6 @@ static void consumer_tx(struct emu_qp *qp, bool writable)
         return;
     if (qp->tx.want_tx) {
         tx_resume(qp);
-        tl_pass_worked = true;
         atomic_fetch_add_explicit(&g_consumer_tx, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&qp->tx.lock);
@@ -775,8 +769,6 @@ static int progress_rx(struct emu_qp *qp)
         int rc = consumer_rx_run(qp);
         n = (int)(qp->rx.ncomp - before);
         tl_rx_fpdus += qp->rx.fpdus - fpdus;
-        if (qp->rx.fpdus != fpdus)
-            tl_pass_worked = true;
         if (rc != EMU_RX_OK && !atomic_exchange(&qp->poll.off, true)) {
             /* End of stream or an error: the engine reports it (it may be
              * parked by a lease), and no lease is given from now on. */

@@ -258,11 +258,8 @@ uint64_t emu_qp_consumer_tx_count(void);
 uint64_t emu_qp_poll_lease_left_us(struct emu_qp *qp);
 /* A polling thread ends a pass over its QPs (after emu_qp_poll_lease and
  * emu_qp_progress*): the time it spends until its next pass, outside its
- * own posts, is what tells whether it keeps polling. started_us: the clock
- * at the pass's start (the lease's now), which a pass that read nothing
- * ends with too (it took a fraction of a microsecond); one that read
- * frames reads the clock again. */
-void emu_qp_poll_pass_end(uint64_t started_us);
+ * own posts, is what tells whether it keeps polling. */
+void emu_qp_poll_pass_end(void);
 
 struct emu_qp_stats {
     uint32_t send_outstanding, recv_posted;

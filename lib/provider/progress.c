@@ -173,7 +173,7 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     if (nq > 0)
         n += emu_qp_progress_many(qps, nq);
     if (polling)
-        emu_qp_poll_pass_end(now);
+        emu_qp_poll_pass_end();
     bool empty = ps->head == NULL;
     pthread_mutex_unlock(&ps->mu);
     if (n > 0) {
