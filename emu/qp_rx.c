@@ -106,7 +106,10 @@ static void crc_iov(struct emu_qp *qp, const void *p, size_t n)
  * take the bytes before it as valid once it changes. memcpy gives no such
  * order (glibc uses rep movsb from 4 KiB, whose stores may become visible
  * out of order), so the last QP_RX_ORDERED_TAIL bytes of every copy are
- * stored one by one, ascending, after a release fence. */
+ * stored by single stores, ascending, after a release fence: aligned
+ * 8-byte words where they fit (a byte at a time, a 64-byte Send cost 400
+ * instructions), and the very last byte always alone, so that no store
+ * that carries it can be seen in part before the bytes below it. */
 static void copy_ordered(void *dst, const void *src, size_t n)
 {
     size_t bulk = n > QP_RX_ORDERED_TAIL ? n - QP_RX_ORDERED_TAIL : 0;
@@ -117,9 +120,19 @@ static void copy_ordered(void *dst, const void *src, size_t n)
 #else
     atomic_thread_fence(memory_order_release);
 #endif
+    if (n == 0)
+        return;
     volatile uint8_t *d = (volatile uint8_t *)dst;
     const uint8_t *s = src;
-    for (size_t i = bulk; i < n; i++)
+    size_t i = bulk, last = n - 1;
+    for (; i < last && ((uintptr_t)(d + i) & 7u) != 0; i++)
+        d[i] = s[i];
+    for (; i + 8 <= last; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, sizeof w);
+        *(volatile uint64_t *)(void *)(d + i) = w; /* aligned: the loop above */
+    }
+    for (; i <= last; i++)
         d[i] = s[i];
 }
 
