@@ -112,6 +112,7 @@ struct ird_ent {
     uint64_t sink_to;
     uint32_t size;
     struct emu_mem_ref ref;     /* source bytes, pinned until answered */
+    bool counted;               /* within the negotiated IRD (not a softdat peer's probe) */
 };
 
 enum tx_kind { TXK_NONE = 0, TXK_SQ, TXK_IRD, TXK_CTRL, TXK_PROBE };
@@ -241,6 +242,10 @@ struct qp_irq {
     uint32_t cap;
     uint32_t tx;                /* consumer only */
     _Atomic uint32_t head, tail;
+    _Atomic uint32_t counted;   /* entries that count against IRD (the producer adds, the
+                                   consumer's irq_pop subtracts): a softdat peer's probes
+                                   ride beyond IRD, and answers kept for later must not
+                                   make its real Reads look like an IRD overrun */
     atomic_bool deferred;       /* a zero-length Read's answer waits for the next pump (qp_rx.c);
                                    written under tx.lock or by the receive path, read without
                                    either by pollers */
@@ -412,6 +417,8 @@ static inline bool irq_has_new(struct emu_qp *qp)
 static inline void irq_pop(struct emu_qp *qp, uint32_t slot)
 {
     emu_mem_put(&qp->irq.ent[slot].ref);
+    if (qp->irq.ent[slot].counted)
+        atomic_fetch_sub_explicit(&qp->irq.counted, 1, memory_order_release);
     uint32_t h = atomic_load_explicit(&qp->irq.head, memory_order_relaxed);
     atomic_store_explicit(&qp->irq.head, h + 1, memory_order_release);
 }
@@ -420,6 +427,7 @@ static inline void irq_pop(struct emu_qp *qp, uint32_t slot)
 static inline void irq_clear(struct emu_qp *qp)
 {
     qp->irq.tx = 0;
+    atomic_store_explicit(&qp->irq.counted, 0, memory_order_relaxed);
     atomic_store_explicit(&qp->irq.head, 0, memory_order_relaxed);
     atomic_store_explicit(&qp->irq.tail, 0, memory_order_relaxed);
 }

@@ -188,12 +188,18 @@ static void tx_kick(struct emu_qp *qp)
     qp->rx.tx_owed = true;
 }
 
-/* IRQ producer side (struct qp_irq): room for one more inbound request? */
-static bool ird_full(struct emu_qp *qp, uint32_t limit)
+/* IRQ producer side (struct qp_irq): room for one more inbound request?
+ * A request IRD limits (counted) may not find IRD such requests already
+ * unanswered; a softdat peer's probe (not counted) only needs a free slot
+ * of the ring, which has room for QP_PROBES_MAX of them beyond IRD.
+ * Counting the probes against IRD refused a compliant peer's Reads while
+ * answers to its probes were still queued (e2e/mt under load). */
+static bool ird_full(struct emu_qp *qp, bool counted)
 {
     uint32_t tail = atomic_load_explicit(&qp->irq.tail, memory_order_relaxed);
-    return qp->irq.cap == 0 ||
-           tail - atomic_load_explicit(&qp->irq.head, memory_order_acquire) >= limit;
+    if (qp->irq.cap == 0 || tail - atomic_load_explicit(&qp->irq.head, memory_order_acquire) >= qp->irq.cap)
+        return true;
+    return counted && atomic_load_explicit(&qp->irq.counted, memory_order_acquire) >= qp->link.ird;
 }
 
 /* Queue an inbound Read or Atomic Request's answer; published with release
@@ -202,6 +208,8 @@ static void ird_push(struct emu_qp *qp, const struct ird_ent *e)
 {
     uint32_t tail = atomic_load_explicit(&qp->irq.tail, memory_order_relaxed);
     qp->irq.ent[tail % qp->irq.cap] = *e;
+    if (e->counted)
+        atomic_fetch_add_explicit(&qp->irq.counted, 1, memory_order_relaxed);
     atomic_store_explicit(&qp->irq.tail, tail + 1, memory_order_release);
 }
 
@@ -452,8 +460,8 @@ static int rreq_finish(struct emu_qp *qp)
     const struct emu_rdmap_read_req *r = &qp->rx.h.u.rreq;
     /* A softdat peer (capability marker) may have zero-length placement
      * probes out beyond our IRD (QP_PROBES_MAX); the ring has room. */
-    uint32_t limit = (r->size == 0 && qp->link.caps != 0) ? qp->irq.cap : qp->link.ird;
-    if (ird_full(qp, limit))
+    bool counted = !(r->size == 0 && qp->link.caps != 0);
+    if (ird_full(qp, counted))
         return qp_rx_refuse(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION, EMU_RDMAP_EC_CATA_STREAM);
     /* The Read Responses carry sink_to + offset as their tagged offset: a
      * sink range that wraps 2^64 could only be answered with FPDUs the
@@ -464,6 +472,7 @@ static int rreq_finish(struct emu_qp *qp)
         return qp_rx_refuse(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_PROTECTION, EMU_RDMAP_EC_TO_WRAP);
     struct ird_ent e;
     memset(&e, 0, sizeof e);
+    e.counted = counted;
     e.sink_stag = r->sink_stag;
     e.sink_to = r->sink_to;
     e.size = r->size;
@@ -536,7 +545,7 @@ static uint64_t do_atomic(uint64_t *p, const struct emu_rdmap_atomic_req *a)
 static int areq_finish(struct emu_qp *qp)
 {
     const struct emu_rdmap_atomic_req *a = &qp->rx.h.u.areq;
-    if (ird_full(qp, qp->link.ird))
+    if (ird_full(qp, true))
         return qp_rx_refuse(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION, EMU_RDMAP_EC_CATA_STREAM);
     struct emu_mem_ref ref;
     memset(&ref, 0, sizeof ref);
@@ -553,6 +562,7 @@ static int areq_finish(struct emu_qp *qp)
     struct ird_ent e;
     memset(&e, 0, sizeof e);
     e.atomic = true;
+    e.counted = true;
     e.req_id = a->req_id;
     e.orig = do_atomic((uint64_t *)ref.ptr, a);
     emu_mem_put(&ref);

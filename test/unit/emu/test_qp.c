@@ -1513,6 +1513,59 @@ static void inj_stray_read_resp(void)
     raw_fpdu(&h, "abcd", 4, false, false);
 }
 
+/* IRD limits the peer's Reads, not its placement probes: eight probes
+ * (zero-length Reads, beyond IRD towards a softdat peer) whose answers are
+ * still queued, then IRD (8) real Reads, all in one write that B processes
+ * in one run: every Read is answered, nothing is refused. Counting the
+ * queued probe answers against IRD broke the connection with an RDMAP
+ * "catastrophic" Terminate (e2e/mt, under load). */
+START_TEST(t_probes_do_not_count_against_ird)
+{
+    qp_raw_a = true;
+    qp_pair_up_cfg(&qp_defcfg, &qp_defcfg, EMU_CRC_OFF);
+    enum { PROBES = 8, READS = 8, L = 64 };
+    static uint8_t src[L];
+    qp_fill(src, L, 9);
+    struct emu_mr *mr;
+    uint32_t stag = qp_reg(&B, src, L, B.pz, EMU_ACC_REMOTE_READ, &mr);
+    qp_stall(&B); /* B reads all of it at once */
+    uint32_t msn = 1;
+    for (int i = 0; i < PROBES + READS; i++) {
+        struct emu_ddp_hdr h = {.opcode = EMU_OP_READ_REQ, .last = true, .msn = msn++};
+        h.u.rreq.sink_stag = 0x100u + (uint32_t)i;
+        if (i >= PROBES) {
+            h.u.rreq.size = L;
+            h.u.rreq.src_stag = stag;
+            h.u.rreq.src_to = (uintptr_t)src;
+        }
+        raw_fpdu(&h, NULL, 0, false, false);
+    }
+    qp_unstall();
+    /* Every answer, in order: 8 zero-length Read Responses, 8 of 64 bytes. */
+    size_t want = PROBES * (2 + EMU_DDP_TAGGED_HLEN + 4) + READS * (2 + EMU_DDP_TAGGED_HLEN + L + 4);
+    ck_assert(QP_WAIT_FOR(&A, A.raw_len >= want));
+    qp_lock(&A);
+    size_t at = 0;
+    for (int i = 0; i < PROBES + READS; i++) {
+        uint16_t ul = (uint16_t)(A.raw_in[at] << 8 | A.raw_in[at + 1]);
+        struct emu_ddp_hdr h;
+        size_t need = 0;
+        ck_assert_int_eq(emu_ddp_parse(A.raw_in + at + 2, ul, ul, NULL, &h, &need), EMU_DDP_OK);
+        ck_assert_int_eq(h.opcode, EMU_OP_READ_RESP);
+        ck_assert_uint_eq(h.stag, 0x100u + (uint32_t)i);
+        ck_assert_uint_eq(h.payload_len, i < PROBES ? 0u : (uint32_t)L);
+        if (i >= PROBES)
+            ck_assert_int_eq(memcmp(A.raw_in + at + 2 + EMU_DDP_TAGGED_HLEN, src, L), 0);
+        at += 2 + ul + emu_fpdu_pad(ul) + 4;
+    }
+    ck_assert_uint_eq(at, A.raw_len);
+    qp_unlock(&A);
+    ck_assert(!B.fatal);
+    emu_mem_mr_free(mr, 1000);
+    qp_pair_down();
+}
+END_TEST
+
 START_TEST(t_hostile_crc)
 {
     raw_case(true, inj_bad_crc, EMU_TERM_LLP, EMU_TERM_LLP_MPA, 0x02, EBADMSG);
@@ -1704,6 +1757,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_hostile_msn);
     tcase_add_test(tc, t_hostile_opcode);
     tcase_add_test(tc, t_hostile_read_resp);
+    tcase_add_test(tc, t_probes_do_not_count_against_ird);
     suite_add_tcase(s, tc);
     TCase *tp = tcase_create("perf");
     tcase_set_timeout(tp, 120);
