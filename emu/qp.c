@@ -54,6 +54,26 @@ static uint32_t env_fpdu_max(void)
     return v;
 }
 
+/* SOFTDAT_CRC_PLACEMENT=verified|cut-through (docs/user-guide.md): with
+ * CRC on, whether RDMA Write payloads are placed as they arrive and their
+ * CRC checked after, as siw does (cut-through: no copy, but a damaged
+ * frame may have changed the region before its Terminate), or only once
+ * checked (verified, the default: the region's owner may be watching it).
+ * Read at each attach, so a test can switch it between connections. */
+static bool env_cut_writes(void)
+{
+    static atomic_bool warned;
+    const char *s = getenv("SOFTDAT_CRC_PLACEMENT");
+    if (!s || !*s || strcmp(s, "verified") == 0)
+        return false;
+    if (strcmp(s, "cut-through") == 0)
+        return true;
+    if (!atomic_exchange(&warned, true))
+        SD_WARN("qp", "SOFTDAT_CRC_PLACEMENT=%s not understood (verified|cut-through); "
+                      "using verified", s);
+    return false;
+}
+
 void qp_fatal(struct emu_qp *qp, bool remote, const struct emu_term *t, int err)
 {
     if (atomic_exchange(&qp->fatal_sent, true))
@@ -299,6 +319,7 @@ int emu_qp_reset(struct emu_qp *qp)
     tx_clear(qp);
     qp->orq.probes = 0;
     qp->tx.bytes = qp->tx.fpdus = 0;
+    qp->tx.crc_in_place = qp->tx.crc_staged = 0;
     qp->link.ird = qp->a.ird;
     qp->link.ord = qp->a.ord;
     qp->link.caps = qp->a.rfc7306 ? EMU_CONN_CAPS_LOCAL : 0;
@@ -307,6 +328,7 @@ int emu_qp_reset(struct emu_qp *qp)
     qp->rx.dead = false;
     qp->rx.err = 0;
     qp->rx.bytes = qp->rx.fpdus = 0;
+    qp->rx.cut_through = 0;
     qp->rx.rnr_stalls = 0;
     atomic_store(&qp->fatal_sent, false);
     pthread_mutex_unlock(&qp->rx.lock);
@@ -358,6 +380,7 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     qp->link.wire = emu_conn_wire(c);
     qp->link.conn_id = conn_id;
     qp->link.crc = info.crc;
+    qp->link.cut_writes = info.crc && env_cut_writes();
     qp->link.ird = info.ird;
     qp->link.ord = info.ord;
     free(qp->irq.ent);
@@ -1062,10 +1085,13 @@ void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
     out->placement_probes = qp->orq.probes;
     out->tx_writes = qp->tx.writes;
     out->held_posts = qp->tx.held_posts;
+    out->tx_crc_in_place = qp->tx.crc_in_place;
+    out->tx_crc_staged = qp->tx.crc_staged;
     pthread_mutex_unlock(&qp->tx.lock);
     pthread_mutex_lock(&qp->rx.lock);
     out->rx_bytes = qp->rx.bytes;
     out->rx_bytes_in_place = qp->rx.bytes_in_place;
+    out->rx_crc_cut_through = qp->rx.cut_through;
     out->rx_fpdus = qp->rx.fpdus;
     out->rnr_stalls = qp->rx.rnr_stalls;
     pthread_mutex_unlock(&qp->rx.lock);

@@ -270,6 +270,9 @@ struct emu_qp_stats {
     uint64_t placement_probes;   /* zero-length Reads sent to confirm placement */
     uint64_t tx_writes;          /* socket writes (one writev carries many FPDUs) */
     uint64_t held_posts;         /* posts that waited for a later pass (doorbell batching) */
+    uint64_t tx_crc_in_place;    /* CRC on: Send/Write payload summed in the consumer's memory */
+    uint64_t tx_crc_staged;      /* CRC on: Read Response payload copied and summed (staging) */
+    uint64_t rx_crc_cut_through; /* CRC on: payload placed before its FPDU's CRC was checked */
 };
 void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out);
 

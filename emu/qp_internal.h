@@ -181,6 +181,8 @@ struct qp_link {
     uint32_t caps;              /* RFC 7306 in use (EMU_CONN_CAP_*): attr.rfc7306, or what
                                    both ends offered (conn info) */
     bool crc;
+    bool cut_writes;            /* CRC on: RDMA Writes too are placed before their CRC is
+                                   checked (SOFTDAT_CRC_PLACEMENT=cut-through) */
     uint16_t ird, ord;          /* negotiated */
     uint32_t mulpdu;            /* transmit FPDU size */
 };
@@ -215,6 +217,8 @@ struct qp_tx {
     uint64_t bytes, fpdus;
     uint64_t held_posts;        /* posts that waited for a later pass (statistics) */
     uint64_t writes;            /* socket writes that sent bytes (statistics) */
+    uint64_t crc_in_place;      /* CRC on: payload bytes summed in the consumer's memory */
+    uint64_t crc_staged;        /* CRC on: payload bytes copied to the staging area */
 };
 
 /* Outbound reads (ORQ): our Read/Atomic Requests and placement probes in
@@ -274,6 +278,8 @@ struct qp_rx {
     uint8_t trl[8];
     size_t trl_have, trl_need;
     uint32_t crc_acc;
+    bool cut;                   /* CRC on: this segment's payload is placed as it arrives and
+                                   its CRC checked after (qp_rx_op_start) */
     struct emu_mem_ref wref;    /* Write target, held while placing */
     uint64_t wlen;              /* payload bytes of the RDMA Write message in progress */
     uint32_t last_wlen;         /* length of the last complete Write message ... */
@@ -305,6 +311,7 @@ struct qp_rx {
     uint32_t rxc_n;
     uint64_t bytes, fpdus;
     uint64_t bytes_in_place;    /* of bytes: read straight into the target */
+    uint64_t cut_through;       /* CRC on: of bytes, placed before their FPDU's CRC was checked */
     struct {                    /* what qp_rx_fail acts on (qp_rx_op.c) */
         struct emu_term t;      /* the Terminate to send, or the peer's */
         bool remote;            /* the peer's Terminate */

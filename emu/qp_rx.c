@@ -7,11 +7,15 @@
  * the prefetch buffer as the last iovec so that the trailer and the next
  * header come in with the same syscall.
  *
- * CRC (when negotiated): a payload goes through the prefetch buffer and is
- * placed only once its whole FPDU is there and its CRC matched
- * (place_verified), so a damaged frame never changes target memory; a
- * mismatch sends Terminate LLP/CRC and breaks the connection, so the
- * damaged message never completes successfully.
+ * CRC (when negotiated): an RDMA Write's payload goes through the prefetch
+ * buffer and is placed only once its whole FPDU is there and its CRC
+ * matched (place_verified), so a damaged frame never changes a region its
+ * owner may be watching. A Send's or Read Response's payload goes into
+ * memory that is the provider's until the WR completes (rx.cut): it is
+ * placed as with CRC off (read in place when large) and the CRC computed
+ * over the placed bytes. Either way a mismatch sends Terminate LLP/CRC and
+ * breaks the connection, so the damaged message never completes
+ * successfully.
  *
  * What each opcode does is in qp_rx_op.c (one handler table); failures
  * leave through qp_rx_fail there.
@@ -94,12 +98,6 @@ static int seg_done(struct emu_qp *qp)
     return rc;
 }
 
-static void crc_iov(struct emu_qp *qp, const void *p, size_t n)
-{
-    if (qp->link.crc)
-        qp->rx.crc_acc = emu_crc32c(qp->rx.crc_acc, p, n);
-}
-
 /* Bytes are placed in address order, as an HCA's DMA writes land:
  * programs written for InfiniBand poll the last byte of an RDMA Write
  * (Open MPI's eager RDMA polls a flag at the end of each fragment) and
@@ -154,22 +152,33 @@ static void place_bytes(struct emu_qp *qp, const uint8_t *src, size_t n)
     }
 }
 
+/* CRC off, or a segment placed cut-through (rx.cut): place what arrived,
+ * the CRC (if on) continued over it. */
 static void place(struct emu_qp *qp, const uint8_t *src, size_t n)
 {
-    crc_iov(qp, src, n);
+    if (qp->link.crc) {
+        qp->rx.crc_acc = emu_crc32c(qp->rx.crc_acc, src, n);
+        qp->rx.cut_through += n;
+    }
     place_bytes(qp, src, n);
 }
 
-/* Account n bytes that readv put into the target iovecs (CRC off only:
- * see qp_rx_run). */
+/* Account n bytes that readv put into the target iovecs (CRC off, or
+ * rx.cut: see rx_run). With CRC on the CRC continues over the placed
+ * bytes, read back at once: memory the provider owns until the WR
+ * completes, so they are the bytes that came off the wire. */
 static void placed_direct(struct emu_qp *qp, size_t n)
 {
     qp->rx.pay_left -= (uint32_t)n;
     qp->rx.bytes += n;
     qp->rx.bytes_in_place += n;
+    if (qp->link.crc)
+        qp->rx.cut_through += n;
     while (n > 0 && qp->rx.tgt_i < qp->rx.tgt_n) {
         struct iovec *v = &qp->rx.tgt[qp->rx.tgt_i];
         size_t k = v->iov_len < n ? v->iov_len : n;
+        if (qp->link.crc)
+            qp->rx.crc_acc = emu_crc32c(qp->rx.crc_acc, v->iov_base, k);
         n -= k;
         v->iov_base = (char *)v->iov_base + k;
         v->iov_len -= k;
@@ -185,13 +194,14 @@ static void to_trailer(struct emu_qp *qp)
     qp->rx.trl_need = emu_fpdu_pad(qp->rx.ulpdu_len) + 4;
 }
 
-/* CRC on: a frame whose CRC fails must not change target memory (an RNIC
- * that places cut-through, as siw does, lets a corrupted Write land before
- * its Terminate). So the payload is placed only once the whole rest of the
- * FPDU (payload, pad, CRC: at most 65,528 bytes, within the prefetch
- * buffer) is in and checked. Returns 0 when placed (the trailer follows,
- * already known good), 1 to wait for more bytes (they stay in the
- * prefetch buffer, which rx_run then fills behind them), or QP_RX_FAILED. */
+/* CRC on, an RDMA Write (not rx.cut): a frame whose CRC fails must not
+ * change target memory (an RNIC that places cut-through, as siw does, lets
+ * a corrupted Write land before its Terminate). So the payload is placed
+ * only once the whole rest of the FPDU (payload, pad, CRC: at most 65,528
+ * bytes, within the prefetch buffer) is in and checked. Returns 0 when
+ * placed (the trailer follows, already known good), 1 to wait for more
+ * bytes (they stay in the prefetch buffer, which rx_run then fills behind
+ * them), or QP_RX_FAILED. */
 static int place_verified(struct emu_qp *qp)
 {
     uint32_t avail = qp->rx.pf_len - qp->rx.pf_off;
@@ -280,8 +290,8 @@ static int process(struct emu_qp *qp)
                 return rc; /* failure, or QP_RX_STALL with the header kept */
             qp->rx.pay_left = qp->rx.h.payload_len;
             qp->rx.phase = RX_PAY;
-            if (qp->rx.pay_left >= QP_DIRECT_MIN)
-                qp->rx.small_run = 0;
+            if (qp->rx.pay_left >= QP_DIRECT_MIN && (!qp->link.crc || qp->rx.cut))
+                qp->rx.small_run = 0; /* a payload rx_run reads in place */
             else if (qp->rx.small_run < QP_LARGE_RUN)
                 qp->rx.small_run++;
             continue;
@@ -291,7 +301,7 @@ static int process(struct emu_qp *qp)
                 to_trailer(qp);
                 continue;
             }
-            if (qp->link.crc) {
+            if (qp->link.crc && !qp->rx.cut) {
                 int rc = place_verified(qp);
                 if (rc == 1)
                     return 0; /* the rest of the FPDU is still to come */
@@ -323,6 +333,18 @@ static int process(struct emu_qp *qp)
 
 static int rx_run(struct emu_qp *qp, int fd);
 
+/* Whether any two of the remaining target iovecs share a byte. */
+static bool tgt_overlap(const struct emu_qp *qp)
+{
+    for (uint32_t i = qp->rx.tgt_i; i < qp->rx.tgt_n; i++)
+        for (uint32_t j = i + 1; j < qp->rx.tgt_n; j++) {
+            uintptr_t a = (uintptr_t)qp->rx.tgt[i].iov_base, b = (uintptr_t)qp->rx.tgt[j].iov_base;
+            if (a < b + qp->rx.tgt[j].iov_len && b < a + qp->rx.tgt[i].iov_len)
+                return true;
+        }
+    return false;
+}
+
 static uint32_t pf_cap(const struct emu_qp *qp)
 {
     return qp->link.crc ? QP_PF_ALLOC : QP_PF_SIZE;
@@ -342,7 +364,7 @@ static uint32_t pf_make_room(struct emu_qp *qp)
         qp->rx.pf_off = qp->rx.pf_len = 0;
         return 0;
     }
-    if (qp->link.crc && qp->rx.phase == RX_PAY) {
+    if (qp->link.crc && !qp->rx.cut && qp->rx.phase == RX_PAY) {
         uint64_t end = (uint64_t)qp->rx.pf_off + qp->rx.pay_left + emu_fpdu_pad(qp->rx.ulpdu_len) + 4;
         if (end <= QP_PF_ALLOC)
             return keep;
@@ -401,13 +423,14 @@ static int rx_run(struct emu_qp *qp, int fd)
             return rc;
         ssize_t n;
         size_t asked;
-        /* CRC on: no placement in place. The CRC must cover the bytes that
-         * came off the wire, not the target memory read back afterwards:
-         * the target's owner may write into it meanwhile (undefined data,
-         * but never a false CRC error that breaks the connection). So the
-         * payload goes through the prefetch buffer (one more copy). */
-        if (!qp->link.crc && qp->rx.phase == RX_PAY && qp->rx.pay_left >= QP_DIRECT_MIN &&
-            qp->rx.tgt_i < qp->rx.tgt_n) {
+        /* CRC on, an RDMA Write: no placement in place (place_verified).
+         * A Send's or Read Response's payload (rx.cut) is read in place as
+         * with CRC off, its CRC computed over the placed bytes: memory the
+         * provider owns until the WR completes. Not into iovecs that
+         * overlap (a receive's SGEs may): a later iovec would overwrite
+         * bytes before they are summed. */
+        if (qp->rx.phase == RX_PAY && qp->rx.pay_left >= QP_DIRECT_MIN &&
+            qp->rx.tgt_i < qp->rx.tgt_n && (!qp->link.crc || (qp->rx.cut && !tgt_overlap(qp)))) {
             /* The segment's last bytes come through the prefetch buffer
              * and place(): address order (copy_ordered). */
             size_t want = qp->rx.pay_left - QP_RX_ORDERED_TAIL;
@@ -447,7 +470,7 @@ static int rx_run(struct emu_qp *qp, int fd)
              * to 64 KiB of payload (half of every 128 KiB Write of Open
              * MPI's pipeline). Small frames keep the full buffer: one
              * recv(2) for as many as have come. */
-            if (keep == 0 && qp->rx.small_run < QP_LARGE_RUN && !qp->link.crc)
+            if (keep == 0 && qp->rx.small_run < QP_LARGE_RUN)
                 asked = QP_PF_FIRST;
             n = emu_wire_recv1(qp->link.wire, fd, qp->rx.pf + qp->rx.pf_len, asked, MSG_DONTWAIT);
             if (n > 0)

@@ -607,6 +607,14 @@ static int term_finish(struct emu_qp *qp)
 #define RXO_PLACES 1u   /* last segment: a Send/Write placed (rx.placed, emu_qp_quiesce) */
 #define RXO_CONFIRMS 2u /* its answer confirms everything placed before it */
 #define RXO_IMM_PAIR 4u /* Write or Immediate Data: keeps rx.prev_write */
+/* Its payload's target is the provider's until the WR completes (a posted
+ * receive, a Read's sink), and DAT leaves it undefined when the WR ends in
+ * error: with CRC on it is placed as it arrives (no copy) and the CRC
+ * checked over the placed bytes; a mismatch breaks the connection before
+ * the WR can complete successfully. A Write's target, a region its owner
+ * may watch at any time, is placed only once checked (place_verified),
+ * unless SOFTDAT_CRC_PLACEMENT=cut-through (link.cut_writes). */
+#define RXO_CUT 8u
 
 struct rx_op {
     int (*start)(struct emu_qp *qp);  /* header parsed; NULL: nothing to decide */
@@ -619,11 +627,11 @@ struct rx_op {
 static const struct rx_op rx_ops[EMU_OP_COUNT] = {
     [EMU_OP_WRITE] = {write_start, write_finish, RXO_PLACES | RXO_IMM_PAIR},
     [EMU_OP_READ_REQ] = {NULL, rreq_finish, RXO_CONFIRMS},
-    [EMU_OP_READ_RESP] = {rresp_start, rresp_finish, 0},
-    [EMU_OP_SEND] = {send_start, send_finish, RXO_PLACES},
-    [EMU_OP_SEND_INV] = {send_start, send_finish, RXO_PLACES},
-    [EMU_OP_SEND_SE] = {send_start, send_finish, RXO_PLACES},
-    [EMU_OP_SEND_SE_INV] = {send_start, send_finish, RXO_PLACES},
+    [EMU_OP_READ_RESP] = {rresp_start, rresp_finish, RXO_CUT},
+    [EMU_OP_SEND] = {send_start, send_finish, RXO_PLACES | RXO_CUT},
+    [EMU_OP_SEND_INV] = {send_start, send_finish, RXO_PLACES | RXO_CUT},
+    [EMU_OP_SEND_SE] = {send_start, send_finish, RXO_PLACES | RXO_CUT},
+    [EMU_OP_SEND_SE_INV] = {send_start, send_finish, RXO_PLACES | RXO_CUT},
     [EMU_OP_TERMINATE] = {NULL, term_finish, 0},
     [EMU_OP_IMM] = {imm_start, imm_finish, RXO_PLACES | RXO_IMM_PAIR},
     [EMU_OP_IMM_SE] = {imm_start, imm_finish, RXO_PLACES | RXO_IMM_PAIR},
@@ -636,6 +644,8 @@ int qp_rx_op_start(struct emu_qp *qp)
 {
     const struct rx_op *op = &rx_ops[qp->rx.h.opcode];
     qp->rx.tgt_n = qp->rx.tgt_i = 0;
+    qp->rx.cut = qp->link.crc && ((op->flags & RXO_CUT) ||
+                                  (qp->rx.h.opcode == EMU_OP_WRITE && qp->link.cut_writes));
     return op->start ? op->start(qp) : 0;
 }
 

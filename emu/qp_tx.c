@@ -21,21 +21,24 @@ void qp_tx_batch_reset(struct txbatch *b)
 static bool batch_room(const struct emu_qp *qp)
 {
     const struct txbatch *b = &qp->tx.tb;
-    /* CRC on: the next FPDU's payload (< mulpdu) must fit the staging area. */
+    /* CRC on: the next FPDU's payload (< mulpdu) may need the staging
+     * area (a Read Response's). */
     if (qp->link.crc && b->stage_used + qp->link.mulpdu > QP_TX_STAGE_BYTES)
         return false;
     return b->nrec < QP_TXB_FPDUS && b->niov + 2 + EMU_QP_MAX_SGE <= QP_TXB_IOV &&
            b->bytes < QP_TXB_BYTES;
 }
 
-/* CRC on: copy the payload into the staging area and describe it by one
- * iovec there, continuing *crc over the bytes as they are copied (one
- * pass: emu_crc32c_copy). The CRC covers, and the socket is given, the
- * same private bytes: the source (a Read Response's region, which its
- * owner may write at any time; or a buffer a careless consumer reuses) can
- * change meanwhile without corrupting the stream, as on an RNIC that
- * computes the CRC over the bytes it DMAs. Each FPDU's copy starts on a
- * cache line (QP_TX_STAGE_ALIGN). */
+/* CRC on, a Read Response: copy the payload into the staging area and
+ * describe it by one iovec there, continuing *crc over the bytes as they
+ * are copied (one pass: emu_crc32c_copy). The CRC covers, and the socket
+ * is given, the same private bytes: the source is the responder's region,
+ * which its owner may write at any time (the Read then returns undefined
+ * data, legal), so the bytes the kernel copies later may differ from
+ * those summed now, and the peer would break a healthy connection on a
+ * false CRC error. An RNIC computes the CRC over the bytes it DMAs; the
+ * copy gives the same guarantee. Each FPDU's copy starts on a cache line
+ * (QP_TX_STAGE_ALIGN). */
 static uint32_t stage_payload(struct txbatch *b, const struct iovec *pay, uint32_t npay,
                               struct iovec *out, uint32_t *crc)
 {
@@ -49,6 +52,19 @@ static uint32_t stage_payload(struct txbatch *b, const struct iovec *pay, uint32
     out->iov_base = dst;
     out->iov_len = n;
     return n ? 1 : 0;
+}
+
+/* CRC on, the consumer's own Send or Write: the CRC is computed over its
+ * memory in place and the socket is given that memory, as with CRC off.
+ * DAT forbids the consumer to modify a DTO's local buffer until the DTO
+ * completes, and it completes only once the socket took every byte: the
+ * bytes summed now are the bytes sent, whenever the (possibly partial,
+ * resumed) writev copies them. No staging copy. */
+static uint32_t crc_in_place(const struct iovec *pay, uint32_t npay, uint32_t crc)
+{
+    for (uint32_t i = 0; i < npay; i++)
+        crc = emu_crc32c(crc, pay[i].iov_base, pay[i].iov_len);
+    return crc;
 }
 
 /* Append one FPDU: header h carrying payload (iovecs), then pad + CRC. */
@@ -67,9 +83,13 @@ static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const stru
     struct iovec staged;
     if (qp->link.crc) {
         uint32_t crc = emu_crc32c(0, b->hdr[r], hlen);
-        if (paylen > 0) {
+        if (paylen > 0 && kind == TXK_SQ) {
+            crc = crc_in_place(pay, npay, crc);
+            qp->tx.crc_in_place += paylen;
+        } else if (paylen > 0) {
             npay = stage_payload(b, pay, npay, &staged, &crc);
             pay = &staged;
+            qp->tx.crc_staged += paylen;
         }
         tl = emu_fpdu_trailer_crc(b->hdr[r], crc, b->trl[r]);
     } else {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The soft-RNIC data path across two processes on 127.0.0.1: echo Sends of
 # several sizes, RDMA Write 1 MiB, Read it back, graceful disconnect; once
-# with CRC off and once with CRC on. Exit 0 pass, 77 skip, else fail.
+# with CRC off, once with CRC on (the peers check which bytes were summed
+# in place, staged, placed cut-through) and once with CRC on and
+# SOFTDAT_CRC_PLACEMENT=cut-through. Exit 0 pass, 77 skip, else fail.
 set -u
 BUILD=${BUILD:-$PWD/build}
 PEER=$BUILD/test/helpers/emu_qp_peer
@@ -16,8 +18,11 @@ cleanup() {
 trap cleanup EXIT
 
 fails=0
-for crc in off on; do
+for mode in off on on:cut-through; do
+    crc=${mode%%:*}
     export SOFTDAT_CRC=$crc
+    if [ "$mode" = "${mode#*:}" ]; then unset SOFTDAT_CRC_PLACEMENT
+    else export SOFTDAT_CRC_PLACEMENT=${mode#*:}; fi
     timeout 60 "$PEER" server >"$tmp/server.out" 2>"$tmp/server.err" &
     spid=$!
     port=
@@ -27,7 +32,7 @@ for crc in off on; do
         sleep 0.05
     done
     if [ -z "$port" ]; then
-        echo "not ok - crc $crc: server did not start"; cat "$tmp/server.err"
+        echo "not ok - crc $mode: server did not start"; cat "$tmp/server.err"
         fails=$((fails + 1)); kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; spid=; continue
     fi
     timeout 60 "$PEER" client "$port" >"$tmp/client.out" 2>"$tmp/client.err"
@@ -36,9 +41,9 @@ for crc in off on; do
     src=$?
     spid=
     if [ "$crc_rc" -eq 0 ] && [ "$src" -eq 0 ]; then
-        echo "ok - crc $crc: $(cat "$tmp/client.out")"
+        echo "ok - crc $mode: $(cat "$tmp/client.out")"
     else
-        echo "not ok - crc $crc: client rc $crc_rc, server rc $src"
+        echo "not ok - crc $mode: client rc $crc_rc, server rc $src"
         cat "$tmp/client.out" "$tmp/client.err" "$tmp/server.out" "$tmp/server.err"
         fails=$((fails + 1))
     fi

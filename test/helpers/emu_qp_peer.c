@@ -4,8 +4,14 @@
  *                             connection: echo every Send back, expose a
  *                             1 MiB region (STag/address in the MPA Reply's
  *                             private data) for RDMA Write and Read
- *   emu_qp_peer client PORT   connect, echo Sends of several sizes, RDMA Write
- *                             a pattern, Read it back, compare, disconnect
+ *   emu_qp_peer client PORT   connect, echo Sends of several sizes (two
+ *                             SGEs each), RDMA Write a pattern, Read it back,
+ *                             compare, disconnect
+ *
+ * With CRC on, each side also checks which path its bytes took
+ * (emu_qp_stats): Sends and Writes summed in place, Read Responses staged,
+ * Send and Read Response payloads placed cut-through, Write payloads only
+ * with SOFTDAT_CRC_PLACEMENT=cut-through.
  *
  * Exit 0 on success. Every wait is bounded. */
 #include "emu/conn.h"
@@ -182,6 +188,41 @@ static uint32_t msg_len(int i)
     return sizes[i % 7];
 }
 
+static uint64_t echo_bytes(void)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < NMSG; i++)
+        n += msg_len(i);
+    return n;
+}
+
+/* CRC on: the payload bytes each path handled are what this side sent
+ * from its consumer's memory (in_place), copied for Read Responses
+ * (staged) and placed before the CRC check (cut). 1 if they differ. */
+static int check_crc_paths(const char *who, uint64_t in_place, uint64_t staged, uint64_t cut)
+{
+    const char *crc = getenv("SOFTDAT_CRC"); /* the script sets it for both peers */
+    if (!crc || strcmp(crc, "on") != 0)
+        return 0;
+    struct emu_qp_stats st;
+    emu_qp_get_stats(P.qp, &st);
+    if (st.tx_crc_in_place == in_place && st.tx_crc_staged == staged &&
+        st.rx_crc_cut_through == cut)
+        return 0;
+    fprintf(stderr,
+            "%s: CRC paths in place %llu staged %llu cut-through %llu, expected %llu %llu %llu\n",
+            who, (unsigned long long)st.tx_crc_in_place, (unsigned long long)st.tx_crc_staged,
+            (unsigned long long)st.rx_crc_cut_through, (unsigned long long)in_place,
+            (unsigned long long)staged, (unsigned long long)cut);
+    return 1;
+}
+
+static bool cut_writes(void)
+{
+    const char *s = getenv("SOFTDAT_CRC_PLACEMENT");
+    return s && strcmp(s, "cut-through") == 0;
+}
+
 static int server(void)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET};
@@ -205,6 +246,10 @@ static int server(void)
     }
     if (!wait_until(p_term))
         return 5;
+    /* Echoes sent in place, the 1 MiB Read answered from staging; the
+     * client's echoes placed cut-through, its Write only if so asked. */
+    if (check_crc_paths("server", echo_bytes(), REGION, echo_bytes() + (cut_writes() ? REGION : 0)))
+        return 7;
     emu_listener_free(l);
     lock();
     int bad = P.nerr;
@@ -232,8 +277,10 @@ static int client(int port)
     for (size_t i = 0; i < sizeof src; i++)
         src[i] = (uint8_t)(i * 7 + 3);
     for (int i = 0; i < NMSG; i++) {
-        struct emu_sge sg = {src, msg_len(i)};
-        struct emu_wr wr = {.cookie = (uint64_t)i, .op = EMU_WR_SEND, .nsge = 1, .sge = &sg};
+        uint32_t len = msg_len(i), half = len / 2;
+        struct emu_sge sg[2] = {{src, half}, {src + half, len - half}};
+        struct emu_wr wr = {.cookie = (uint64_t)i, .op = EMU_WR_SEND, .nsge = half ? 2 : 1,
+                            .sge = half ? sg : sg + 1};
         if (emu_qp_post_send(P.qp, &wr) != 0)
             return 4;
         g_target = i + 1;
@@ -263,6 +310,10 @@ static int client(int port)
         fprintf(stderr, "read-back differs\n");
         return 9;
     }
+    /* Sends and the Write summed in place; echoes and the Read placed
+     * cut-through. */
+    if (check_crc_paths("client", echo_bytes() + REGION, 0, echo_bytes() + REGION))
+        return 12;
     emu_qp_disconnect(P.qp, true);
     if (!wait_until(p_term))
         return 10;
