@@ -643,6 +643,7 @@ static int engine_rx_run(struct emu_qp *qp, int fd)
 static int consumer_rx_run(struct emu_qp *qp)
 {
     qp->rx.consumer_pass = true;
+    qp->rx.consumer_runs++;
     int rc = qp_rx_run(qp, qp->rx.fd);
     qp->rx.consumer_pass = false;
     if (rc == QP_RX_STALL) {
@@ -716,7 +717,12 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
         return 0;
     }
     int made = 0;
-    if (n < 2 || n > QP_POLL_MANY || (++tick & 1023u) == 0) {
+    /* One QP whose send side waits for room: one poll(2) for both
+     * directions, rather than a recv(2) that takes the socket lock (and
+     * meets the peer's ACKs there) and a poll(2) for room on every pass of
+     * a large transfer. */
+    bool one_waiting = n == 1 && atomic_load_explicit(&qps[0]->poll.tx_waiting, memory_order_relaxed);
+    if ((n < 2 && !one_waiting) || n > QP_POLL_MANY || (++tick & 1023u) == 0) {
         for (unsigned i = 0; i < n; i++)
             made += emu_qp_progress(qps[i]);
         tl_just_read = made > 0;
@@ -733,7 +739,10 @@ int emu_qp_progress_many(struct emu_qp *const *qps, unsigned n)
     /* A stale descriptor costs at most a useless emu_qp_progress, which
      * checks the QP's own state under its lock. */
     int r = poll(pfd, n, 0);
-    tl_just_read = r > 0;
+    bool readable = false;
+    for (unsigned i = 0; i < n && r > 0; i++)
+        readable = readable || (pfd[i].revents & ~POLLOUT) != 0;
+    tl_just_read = readable; /* room to write is not something read */
     for (unsigned i = 0; i < n; i++) {
         if (r < 0 || (pfd[i].revents & ~POLLOUT) != 0 ||
             atomic_load_explicit(&qps[i]->poll.rx_held, memory_order_relaxed))
@@ -1092,6 +1101,7 @@ void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
     out->rx_bytes = qp->rx.bytes;
     out->rx_bytes_in_place = qp->rx.bytes_in_place;
     out->rx_crc_cut_through = qp->rx.cut_through;
+    out->consumer_rx_runs = qp->rx.consumer_runs;
     out->rx_fpdus = qp->rx.fpdus;
     out->rnr_stalls = qp->rx.rnr_stalls;
     pthread_mutex_unlock(&qp->rx.lock);

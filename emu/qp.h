@@ -273,6 +273,7 @@ struct emu_qp_stats {
     uint64_t tx_crc_in_place;    /* CRC on: Send/Write payload summed in the consumer's memory */
     uint64_t tx_crc_staged;      /* CRC on: Read Response payload copied and summed (staging) */
     uint64_t rx_crc_cut_through; /* CRC on: payload placed before its FPDU's CRC was checked */
+    uint64_t consumer_rx_runs;   /* receive-side runs by consumer threads' passes */
 };
 void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out);
 

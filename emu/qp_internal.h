@@ -311,6 +311,7 @@ struct qp_rx {
     uint32_t rxc_n;
     uint64_t bytes, fpdus;
     uint64_t bytes_in_place;    /* of bytes: read straight into the target */
+    uint64_t consumer_runs;     /* consumer_rx_run calls (statistics) */
     uint64_t cut_through;       /* CRC on: of bytes, placed before their FPDU's CRC was checked */
     struct {                    /* what qp_rx_fail acts on (qp_rx_op.c) */
         struct emu_term t;      /* the Terminate to send, or the peer's */

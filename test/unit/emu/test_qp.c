@@ -772,6 +772,48 @@ START_TEST(t_confirmation_after_the_pass)
 }
 END_TEST
 
+/* A consumer pass over one QP whose send side waits for room (a large
+ * transfer to a peer that does not read) asks poll(2) about both
+ * directions at once: with nothing to read it runs no receive side (no
+ * recv(2), which takes the socket lock the peer's ACKs need), where it
+ * used to run one on every pass. */
+START_TEST(t_waiting_sender_passes_poll_once)
+{
+    qp_pair_up();
+    enum { W = 1 << 20, N = 24 };
+    uint8_t *src = malloc(W), *dst = malloc(W);
+    qp_fill(src, W, 21);
+    struct emu_mr *mr;
+    uint32_t stag = qp_reg(&B, dst, W, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE, &mr);
+    qp_stall(&B); /* B reads nothing: A's socket fills */
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_WRITE, (uint64_t)i, src, W, stag, (uintptr_t)dst, 0), 0);
+    struct emu_qp_stats st0, st1;
+    uint64_t w = 0;
+    for (int i = 0; i < 200; i++) { /* until A's writes stop: it waits for room */
+        usleep(5000);
+        emu_qp_get_stats(A.qp, &st0);
+        if (i > 0 && st0.tx_writes == w)
+            break;
+        w = st0.tx_writes;
+    }
+    ck_assert_uint_lt(st0.tx_bytes, (uint64_t)N * W);
+    for (int i = 0; i < 100; i++)
+        emu_qp_progress_many(&A.qp, 1);
+    emu_qp_get_stats(A.qp, &st1);
+    /* Every 1024th pass looks at everything whatever poll says. */
+    ck_assert_uint_le(st1.consumer_rx_runs - st0.consumer_rx_runs, 1);
+    static uint8_t in[64], out[64];
+    ck_assert_int_eq(emu_qp_post_recv(A.qp, 1, 1, &(struct emu_sge){in, sizeof in}), 0);
+    qp_unstall();
+    ck_assert_int_eq(qp_post_send(&B, 2, out, sizeof out, 0), 0);
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= N && A.nr >= 1));
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    written_then_down(src, dst, W, mr);
+}
+END_TEST
+
 /* A Read Request is answered when the bytes read with it are processed:
  * requests that arrived together get their responses in one writev. */
 START_TEST(t_read_responses_share_a_write)
@@ -1732,6 +1774,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_tx_backlog_beyond_one_pass);
     tcase_add_test(tc, t_posts_held_for_one_write);
     tcase_add_test(tc, t_confirmation_after_the_pass);
+    tcase_add_test(tc, t_waiting_sender_passes_poll_once);
     tcase_add_test(tc, t_read_responses_share_a_write);
     tcase_add_test(tc, t_write_bad_stag);
     tcase_add_test(tc, t_write_bad_pz);
