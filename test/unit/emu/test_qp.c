@@ -785,9 +785,13 @@ START_TEST(t_waiting_sender_passes_poll_once)
     qp_fill(src, W, 21);
     struct emu_mr *mr;
     uint32_t stag = qp_reg(&B, dst, W, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE, &mr);
+    static uint8_t in[64], out[64];
+    ck_assert_int_eq(emu_qp_post_recv(B.qp, 1, 1, &(struct emu_sge){in, sizeof in}), 0);
     qp_stall(&B); /* B reads nothing: A's socket fills */
     for (int i = 0; i < N; i++)
         ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_WRITE, (uint64_t)i, src, W, stag, (uintptr_t)dst, 0), 0);
+    /* Its receive proves every Write before it placed (stream order). */
+    ck_assert_int_eq(qp_post_send(&A, N, out, sizeof out, 0), 0);
     struct emu_qp_stats st0, st1;
     uint64_t w = 0;
     for (int i = 0; i < 200; i++) { /* until A's writes stop: it waits for room */
@@ -803,13 +807,12 @@ START_TEST(t_waiting_sender_passes_poll_once)
     emu_qp_get_stats(A.qp, &st1);
     /* Every 1024th pass looks at everything whatever poll says. */
     ck_assert_uint_le(st1.consumer_rx_runs - st0.consumer_rx_runs, 1);
-    static uint8_t in[64], out[64];
-    ck_assert_int_eq(emu_qp_post_recv(A.qp, 1, 1, &(struct emu_sge){in, sizeof in}), 0);
     qp_unstall();
-    ck_assert_int_eq(qp_post_send(&B, 2, out, sizeof out, 0), 0);
-    ck_assert(QP_WAIT_FOR(&A, A.ns >= N && A.nr >= 1));
-    for (int i = 0; i < N; i++)
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= N + 1));
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 1));
+    for (int i = 0; i <= N; i++)
         ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    ck_assert_int_eq(B.rcq[0].status, EMU_WC_SUCCESS);
     written_then_down(src, dst, W, mr);
 }
 END_TEST
