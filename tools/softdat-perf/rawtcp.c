@@ -30,6 +30,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "emu/conn.h"
 #include "tools/softdat-perf/perf.h"
 
 #define RAW_MAGIC 0x53505231u /* "SPR1" */
@@ -192,6 +193,9 @@ int raw_listen(const DAT_SOCK_ADDR *addr, unsigned port)
     if (fd < 0)
         return -1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    /* The congestion control softdat's own connections get (inherited by
+     * accepted sockets): the baseline is TCP under the same conditions. */
+    emu_tcp_congestion_apply(fd, (struct sockaddr *)&ss);
     if (bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 4) != 0) {
         int e = errno;
         close(fd);
@@ -361,6 +365,7 @@ static int raw_connect(const struct perf_opts *o, int quiet)
         fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
         if (fd < 0)
             continue;
+        emu_tcp_congestion_apply(fd, p->ai_addr);
         if (connect(fd, p->ai_addr, p->ai_addrlen) == 0)
             break;
         close(fd);

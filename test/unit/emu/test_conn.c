@@ -2,6 +2,9 @@
  * Two engines in one process talk over 127.0.0.1 / ::1. Raw-socket and
  * hostile-peer cases: test_conn_wire.c; capability marker: test_conn_caps.c. */
 #include "test/lib/conn_fixture.h"
+#include <string.h>
+#include <stdlib.h>
+#include <stdio.h>
 
 #include <netinet/tcp.h>
 
@@ -373,6 +376,52 @@ START_TEST(crc_negotiation)
         emu_conn_free(p.c);
         emu_listener_free(ls);
     }
+}
+END_TEST
+
+/* The congestion control of a connection's sockets, both ends:
+ * SOFTDAT_TCP_CONGESTION unset picks reno on loopback (no pacing),
+ * "system" leaves the kernel's default, a name the kernel refuses leaves
+ * it too, and the connection works either way. */
+static void cc_of(struct emu_conn *c, char *out, size_t cap)
+{
+    struct emu_conn_info ci;
+    ck_assert_int_eq(emu_conn_get_info(c, &ci), 0);
+    socklen_t len = (socklen_t)cap;
+    memset(out, 0, cap);
+    ck_assert_int_eq(getsockopt(ci.fd, IPPROTO_TCP, TCP_CONGESTION, out, &len), 0);
+}
+
+START_TEST(loopback_congestion_control)
+{
+    char sys[32] = "", a[32], p[32];
+    FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+    if (f != NULL) {
+        if (fgets(sys, sizeof sys, f) != NULL)
+            sys[strcspn(sys, "\n")] = '\0';
+        fclose(f);
+    }
+    static const char *const env[] = {NULL, "system", "no-such-algorithm"};
+    for (int k = 0; k < 3; k++) {
+        if (env[k])
+            setenv("SOFTDAT_TCP_CONGESTION", env[k], 1);
+        else
+            unsetenv("SOFTDAT_TCP_CONGESTION");
+        struct pair x;
+        pair_up(&x, &ops_rx);
+        cc_of(x.ac, a, sizeof a);
+        cc_of(x.p[0].c, p, sizeof p);
+        const char *want = k == 0 ? "reno" : sys;
+        if (*want) {
+            ck_assert_str_eq(a, want);
+            ck_assert_str_eq(p, want);
+        }
+        struct iovec w = {(void *)"ping", 4};
+        ck_assert_int_eq(emu_conn_writev(x.ac, &w, 1), 4);
+        ck_assert(side_wait_rx(&x.p[0], 4, 5000));
+        pair_down(&x);
+    }
+    unsetenv("SOFTDAT_TCP_CONGESTION");
 }
 END_TEST
 
@@ -965,6 +1014,7 @@ static Suite *suite(void)
     tcase_add_test(tc, simultaneous_disconnects);
     tcase_add_test(tc, ipv6_loopback);
     tcase_add_test(tc, crc_negotiation);
+    tcase_add_test(tc, loopback_congestion_control);
     tcase_add_test(tc, many_connections);
     tcase_add_test(tc, listener_freed_in_its_callback);
     tcase_add_test(tc, free_in_any_state);
