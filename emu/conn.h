@@ -358,12 +358,10 @@ bool emu_conn_caps_parse(const uint8_t *pd, size_t len, uint32_t *caps);
 
 /* Helpers for addresses (also used by the provider). */
 bool emu_sockaddr_is_loopback(const struct sockaddr *sa);
-/* The TCP congestion control a connection to or from sa gets
+/* Set on fd the TCP congestion control a connection to or from sa gets
  * (SOFTDAT_TCP_CONGESTION: unset or "auto": "reno" on loopback, where
  * pacing only delays, else the system's; "system": never set; a name: that
- * one everywhere); NULL: leave the system's. emu_tcp_congestion_apply sets
- * it on a socket (softdat-perf's raw-TCP baseline uses the same choice). */
-const char *emu_tcp_congestion_for(const struct sockaddr *sa);
+ * one everywhere). softdat-perf's raw-TCP baseline makes the same choice. */
 void emu_tcp_congestion_apply(int fd, const struct sockaddr *sa);
 uint16_t emu_sockaddr_port(const struct sockaddr *sa);
 /* "1.2.3.4:5" / "[::1]:5" into buf; returns buf. */

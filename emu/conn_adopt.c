@@ -60,11 +60,10 @@ int conn_adopt_socket(struct emu_conn *c, int fd)
         close(d);
         return rc;
     }
-    conn_sock_tune(d);
     struct sockaddr_storage peer;
     socklen_t plen = sizeof peer;
-    if (getpeername(d, (struct sockaddr *)&peer, &plen) == 0)
-        emu_tcp_congestion_apply(d, (struct sockaddr *)&peer);
+    bool known = getpeername(d, (struct sockaddr *)&peer, &plen) == 0;
+    conn_sock_tune(d, known ? (struct sockaddr *)&peer : NULL);
     c->fd = d;
     c->adopted = true;
     c->orig_fd = fd;

@@ -149,7 +149,7 @@ int conn_addr_copy(struct sockaddr_storage *ss, socklen_t *sslen, const struct s
                    socklen_t len);
 bool conn_crc_wanted(enum emu_crc_mode m, const struct sockaddr *local,
                      const struct sockaddr *peer);
-void conn_sock_tune(int fd);
+void conn_sock_tune(int fd, const struct sockaddr *end);
 int conn_active_socket(const struct emu_conn *c, int *out);
 uint64_t conn_refused_retry_us(void);
 void conn_close_fd(int fd, bool abortive);

@@ -166,7 +166,9 @@ unsigned emu_conn_peer_timeout_ms(void)
     return g_peer_to_ms;
 }
 
-const char *emu_tcp_congestion_for(const struct sockaddr *sa)
+/* The TCP congestion control for a connection to or from sa (see
+ * emu_tcp_congestion_apply); NULL: leave the system's. */
+static const char *congestion_for(const struct sockaddr *sa)
 {
     const char *v = getenv("SOFTDAT_TCP_CONGESTION");
     if (v == NULL || *v == '\0' || strcasecmp(v, "auto") == 0)
@@ -176,7 +178,7 @@ const char *emu_tcp_congestion_for(const struct sockaddr *sa)
     return v;
 }
 
-/* The congestion control of a connection's socket (emu_tcp_congestion_for).
+/* The congestion control of a connection's socket (congestion_for).
  * A kernel default that paces (bbr, Debian's choice) only delays loopback:
  * a message just past the 64 KiB loopback MSS waits a pacing gap for its
  * last segment, and its receiver a wake-up more for it (64 KiB send_bw
@@ -185,7 +187,7 @@ const char *emu_tcp_congestion_for(const struct sockaddr *sa)
  * default, said once. */
 void emu_tcp_congestion_apply(int fd, const struct sockaddr *sa)
 {
-    const char *cc = emu_tcp_congestion_for(sa);
+    const char *cc = congestion_for(sa);
     if (cc == NULL)
         return;
     if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) != 0) {
@@ -202,11 +204,15 @@ void emu_tcp_congestion_apply(int fd, const struct sockaddr *sa)
  * the connection is idle (first after half the timeout, then three more
  * in the other half), TCP_USER_TIMEOUT when sent data goes unacknowledged.
  * The connection then breaks (ETIMEDOUT -> BROKEN) and every outstanding
- * DTO completes FLUSHED. */
-void conn_sock_tune(int fd)
+ * DTO completes FLUSHED. end (the target, the listener's address, an
+ * adopted socket's peer; NULL: unknown) decides the congestion control
+ * (emu_tcp_congestion_apply). */
+void conn_sock_tune(int fd, const struct sockaddr *end)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (end != NULL)
+        emu_tcp_congestion_apply(fd, end);
     unsigned ms = emu_conn_peer_timeout_ms();
     int idle = (int)(ms / 2000u), intvl = (int)(ms / 6000u), cnt = 3;
     if (idle < 1)
@@ -232,8 +238,7 @@ int conn_active_socket(const struct emu_conn *c, int *out)
     int fd = socket(c->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
-    conn_sock_tune(fd);
-    emu_tcp_congestion_apply(fd, (const struct sockaddr *)&c->target);
+    conn_sock_tune(fd, (const struct sockaddr *)&c->target);
     int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (c->src_len && bind(fd, (const struct sockaddr *)&c->src, c->src_len) != 0) {
@@ -305,9 +310,9 @@ static void listener_accept(int fd, unsigned what, void *arg)
             emu_timer_arm(l->backoff, 100000);
             return;
         }
-        /* No conn_sock_tune: Linux copies Nagle, keepalive and the user
-         * timeout from the listening socket, tuned once at creation (six
-         * system calls less per connection). */
+        /* No conn_sock_tune: Linux copies Nagle, keepalive, the user
+         * timeout and the congestion control from the listening socket,
+         * tuned once at creation (six system calls less per connection). */
         struct emu_conn *c = conn_alloc(l->e);
         if (c == NULL) {
             conn_close_fd(cfd, true);
@@ -396,8 +401,7 @@ int emu_listener_create(struct emu_engine *e, const struct sockaddr *addr, sockl
     setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (l->addr.ss_family == AF_INET6)
         setsockopt(l->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    conn_sock_tune(l->fd); /* inherited by every accepted socket */
-    emu_tcp_congestion_apply(l->fd, (const struct sockaddr *)&l->addr); /* this too */
+    conn_sock_tune(l->fd, (const struct sockaddr *)&l->addr); /* inherited by every accepted socket */
     if (bind(l->fd, (struct sockaddr *)&l->addr, l->alen) != 0 ||
         listen(l->fd, SOMAXCONN) != 0) {
         rc = -errno;

@@ -376,12 +376,6 @@ static uint32_t pf_make_room(struct emu_qp *qp)
     return keep;
 }
 
-/* Receive completions reach the consumer once the bytes read with them are
- * processed: a placement probe right behind a Send is answered (its
- * response handed to the socket) before the consumer learns of the Send
- * and perhaps closes the connection, as an HCA's ACK leaves before the
- * completion is polled. A failure has gone through qp_rx_fail (rx.dead is
- * set); what it means for the connection is the caller's to decide. */
 /* (rx.lock) Send the responses the frames processed so far queued. */
 static void kick_owed(struct emu_qp *qp)
 {
@@ -393,6 +387,12 @@ static void kick_owed(struct emu_qp *qp)
     pthread_mutex_unlock(&qp->tx.lock);
 }
 
+/* Receive completions reach the consumer once the bytes read with them are
+ * processed: a placement probe right behind a Send is answered (its
+ * response handed to the socket) before the consumer learns of the Send
+ * and perhaps closes the connection, as an HCA's ACK leaves before the
+ * completion is polled. A failure has gone through qp_rx_fail (rx.dead is
+ * set); what it means for the connection is the caller's to decide. */
 int qp_rx_run(struct emu_qp *qp, int fd)
 {
     int rc = rx_run(qp, fd);

@@ -54,19 +54,6 @@ static uint32_t stage_payload(struct txbatch *b, const struct iovec *pay, uint32
     return n ? 1 : 0;
 }
 
-/* CRC on, the consumer's own Send or Write: the CRC is computed over its
- * memory in place and the socket is given that memory, as with CRC off.
- * DAT forbids the consumer to modify a DTO's local buffer until the DTO
- * completes, and it completes only once the socket took every byte: the
- * bytes summed now are the bytes sent, whenever the (possibly partial,
- * resumed) writev copies them. No staging copy. */
-static uint32_t crc_in_place(const struct iovec *pay, uint32_t npay, uint32_t crc)
-{
-    for (uint32_t i = 0; i < npay; i++)
-        crc = emu_crc32c(crc, pay[i].iov_base, pay[i].iov_len);
-    return crc;
-}
-
 /* Append one FPDU: header h carrying payload (iovecs), then pad + CRC. */
 static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const struct iovec *pay,
                       uint32_t npay, uint32_t paylen, uint8_t kind, uint32_t idx, bool msg_end)
@@ -81,19 +68,22 @@ static bool batch_add(struct emu_qp *qp, const struct emu_ddp_hdr *h, const stru
     }
     size_t tl;
     struct iovec staged;
-    if (qp->link.crc) {
+    if (qp->link.crc && paylen > 0 && kind != TXK_SQ) {
         uint32_t crc = emu_crc32c(0, b->hdr[r], hlen);
-        if (paylen > 0 && kind == TXK_SQ) {
-            crc = crc_in_place(pay, npay, crc);
-            qp->tx.crc_in_place += paylen;
-        } else if (paylen > 0) {
-            npay = stage_payload(b, pay, npay, &staged, &crc);
-            pay = &staged;
-            qp->tx.crc_staged += paylen;
-        }
+        npay = stage_payload(b, pay, npay, &staged, &crc);
+        pay = &staged;
+        qp->tx.crc_staged += paylen;
         tl = emu_fpdu_trailer_crc(b->hdr[r], crc, b->trl[r]);
     } else {
-        tl = emu_fpdu_build_trailer(b->hdr[r], hlen, pay, (int)npay, false, b->trl[r]);
+        /* CRC on, the consumer's own Send or Write: the CRC is computed
+         * over its memory in place and the socket is given that memory, as
+         * with CRC off. DAT forbids the consumer to modify a DTO's local
+         * buffer until the DTO completes, and it completes only once the
+         * socket took every byte: the bytes summed now are the bytes sent,
+         * whenever the (possibly partial, resumed) writev copies them. */
+        if (qp->link.crc)
+            qp->tx.crc_in_place += paylen;
+        tl = emu_fpdu_build_trailer(b->hdr[r], hlen, pay, (int)npay, qp->link.crc, b->trl[r]);
     }
     b->iov[b->niov].iov_base = b->hdr[r];
     b->iov[b->niov].iov_len = hlen;
