@@ -254,8 +254,21 @@ static void ep_conn_detach(struct emu_conn *c, void *ctx)
 {
     (void)c;
     struct sd_ep *ep = ctx;
-    if (ep->qp != NULL)
-        emu_qp_detach(ep->qp);
+    if (ep->qp == NULL)
+        return;
+    emu_qp_detach(ep->qp);
+    if (sd_log_level() >= SD_LOG_DEBUG) {
+        struct emu_qp_stats st;
+        emu_qp_get_stats(ep->qp, &st);
+        SD_EP_LOG(SD_LOG_DEBUG, "ep", ep,
+                  "connection's data path: tx %llu B in %llu FPDUs, %llu socket writes; rx %llu B in %llu FPDUs, "
+                  "%llu B read in place, %llu consumer runs; %llu placement probes, %llu RNR stalls",
+                  (unsigned long long)st.tx_bytes, (unsigned long long)st.tx_fpdus,
+                  (unsigned long long)st.tx_writes, (unsigned long long)st.rx_bytes,
+                  (unsigned long long)st.rx_fpdus, (unsigned long long)st.rx_bytes_in_place,
+                  (unsigned long long)st.consumer_rx_runs, (unsigned long long)st.placement_probes,
+                  (unsigned long long)st.rnr_stalls);
+    }
 }
 
 const struct emu_conn_ops sd_ep_conn_ops = {

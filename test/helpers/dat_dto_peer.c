@@ -28,6 +28,7 @@
  *   signalled Sends are left unreaped: the lost completion breaks the
  *   connection (BROKEN), the async EVD gets DAT_ASYNC_ERROR_EVD_OVERFLOW,
  *   the 2 queued completions are intact.
+ * SCENARIO quiet: see server_quiet.
  * Prints "FAIL ..." lines and exits 1 on any failed check, 0 otherwise. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -678,6 +679,117 @@ static void server_rnr(struct peer *p)
     peer_wait(p->conn, "disconnected");
 }
 
+/* SCENARIO quiet (InfiniBand semantics, softdat-lo): a ping-pong, both
+ * sides polling (dat_evd_dequeue), whose client Sends mostly with
+ * DAT_COMPLETION_SUPPRESS_FLAG (every QUIET_EVERY-th one signalled, the
+ * last one suppressed), as benchmarks and HPC codes do. Every message arrives intact and in order; each
+ * signalled Send completes successfully, in order, and the suppressed ones
+ * produce no event, then or when the server disconnects right after the
+ * last one (it waits for the client to confirm it). The e2e script also
+ * counts the placement probes on the wire (fewer than the messages). */
+#define QUIET_ROUNDS 2002
+#define QUIET_EVERY 4
+
+/* The next receive of a ring of NRECV slots reposted in turn: cookie n
+ * uses slot n % NRECV. Polled (dat_evd_dequeue) when spin. */
+static char *ring_recv(struct peer *p, uint64_t n, bool spin, const char *what)
+{
+    DAT_EVENT ev;
+    if (spin) {
+        double t0 = test_now_s();
+        DAT_RETURN r;
+        while ((r = dat_evd_dequeue(p->rcv, &ev)) != DAT_SUCCESS)
+            if (DAT_GET_TYPE(r) != DAT_QUEUE_EMPTY || test_now_s() - t0 > PEER_WAIT_US / 1e6) {
+                printf("FAIL %s: %s: dequeue 0x%x\n", peer_role, what, (unsigned)r);
+                exit(1);
+            }
+    } else {
+        ev = peer_wait(p->rcv, what);
+    }
+    PEER_EXPECT(ev.event_number == DAT_DTO_COMPLETION_EVENT, "%s: event 0x%x", what, ev.event_number);
+    DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
+    PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == n, "%s: status %d cookie %llu, want %llu",
+                what, d.status, (unsigned long long)d.user_cookie.as_64, (unsigned long long)n);
+    char *s = p->msg + (size_t)(n % NRECV) * SLOT;
+    static char got[64];
+    memcpy(got, s, sizeof got);
+    DAT_LMR_TRIPLET t = peer_triplet(p->lc_msg, s, SLOT);
+    PEER_MUST(dat_ep_post_recv(p->ep, 1, &t, peer_cookie(n + NRECV), DAT_COMPLETION_DEFAULT_FLAG));
+    return got;
+}
+
+static void client_quiet(struct peer *p)
+{
+    uint64_t want_done = 0;
+    for (int i = 0; i < QUIET_ROUNDS; i++) {
+        char *src = p->snk + (i % 8) * 64;
+        snprintf(src, 64, "quiet %d", i);
+        bool sig = i % QUIET_EVERY == QUIET_EVERY - 1;
+        DAT_LMR_TRIPLET t = peer_triplet(p->lc_snk, src, 64);
+        PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(800 + (uint64_t)i),
+                                   sig ? DAT_COMPLETION_DEFAULT_FLAG : DAT_COMPLETION_SUPPRESS_FLAG));
+        char *m = ring_recv(p, (uint64_t)i, true, "quiet reply");
+        char want[64];
+        snprintf(want, sizeof want, "reply %d", i);
+        PEER_EXPECT(strcmp(m, want) == 0, "quiet reply %d: \"%.20s\"", i, m);
+        DAT_EVENT ev;
+        while (dat_evd_dequeue(p->req, &ev) == DAT_SUCCESS) {
+            DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
+            uint64_t next = 800 + want_done * QUIET_EVERY + QUIET_EVERY - 1;
+            PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == next,
+                        "quiet send: status %d cookie %llu, want %llu", d.status,
+                        (unsigned long long)d.user_cookie.as_64, (unsigned long long)next);
+            want_done++;
+        }
+    }
+    PEER_EXPECT(QUIET_ROUNDS % QUIET_EVERY != 0, "the last Send must be suppressed");
+    peer_wait_for(p->conn, DAT_CONNECTION_EVENT_DISCONNECTED, "disconnected by the server");
+    DAT_EVENT ev;
+    while (dat_evd_dequeue(p->req, &ev) == DAT_SUCCESS) {
+        DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
+        PEER_EXPECT(d.status == DAT_DTO_SUCCESS, "quiet send %llu: status %d after the disconnect",
+                    (unsigned long long)d.user_cookie.as_64, d.status);
+        PEER_EXPECT(d.user_cookie.as_64 % QUIET_EVERY == 3, "suppressed Send %llu made an event",
+                    (unsigned long long)d.user_cookie.as_64);
+        want_done++;
+    }
+    PEER_EXPECT(want_done == QUIET_ROUNDS / QUIET_EVERY, "%llu signalled Sends completed, want %d",
+                (unsigned long long)want_done, QUIET_ROUNDS / QUIET_EVERY);
+}
+
+static void server_quiet(struct peer *p)
+{
+    uint64_t replies_done = 0;
+    for (int i = 0; i < QUIET_ROUNDS; i++) {
+        char *m = ring_recv(p, (uint64_t)i, true, "quiet recv");
+        char want[64];
+        snprintf(want, sizeof want, "quiet %d", i);
+        PEER_EXPECT(strcmp(m, want) == 0, "quiet recv %d: \"%.20s\"", i, m);
+        char *src = p->snk + (i % 8) * 64;
+        snprintf(src, 64, "reply %d", i);
+        DAT_LMR_TRIPLET t = peer_triplet(p->lc_snk, src, 64);
+        PEER_MUST(dat_ep_post_send(p->ep, 1, &t, peer_cookie(900 + (uint64_t)i), DAT_COMPLETION_DEFAULT_FLAG));
+        DAT_EVENT ev;
+        while (dat_evd_dequeue(p->req, &ev) == DAT_SUCCESS) {
+            DAT_DTO_COMPLETION_EVENT_DATA d = ev.event_data.dto_completion_event_data;
+            PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == 900 + replies_done,
+                        "reply %llu: status %d cookie %llu", (unsigned long long)replies_done, d.status,
+                        (unsigned long long)d.user_cookie.as_64);
+            replies_done++;
+        }
+    }
+    while (replies_done < QUIET_ROUNDS) {
+        DAT_DTO_COMPLETION_EVENT_DATA d = wait_dto(p->req, "reply send");
+        PEER_EXPECT(d.status == DAT_DTO_SUCCESS && d.user_cookie.as_64 == 900 + replies_done, "reply %llu: status %d",
+                    (unsigned long long)replies_done, d.status);
+        replies_done++;
+    }
+    /* Right after the last (suppressed) message: it must still count as
+     * delivered at the client. */
+    PEER_MUST(dat_ep_disconnect(p->ep, DAT_CLOSE_GRACEFUL_FLAG));
+    peer_wait_for(p->conn, DAT_CONNECTION_EVENT_DISCONNECTED, "disconnected");
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -725,6 +837,8 @@ int main(int argc, char **argv)
         server ? server_eager(&p) : client_eager(&p);
     else if (strcmp(scenario, "rnr") == 0)
         server ? server_rnr(&p) : client_rnr(&p);
+    else if (strcmp(scenario, "quiet") == 0)
+        server ? server_quiet(&p) : client_quiet(&p);
     else {
         printf("FAIL unknown scenario %s\n", scenario);
         return 2;
