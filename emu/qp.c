@@ -1013,11 +1013,17 @@ void emu_qp_flush(struct emu_qp *qp)
  * does not, the engine flushes the held WRs when it looks at the lease
  * again (it runs out SOFTDAT_POLL_LEASE_US after the last pass).
  * QP_HOLD_MAX held WRs are sent by the next post. Quiet WRs that only
- * wait for an owed probe are done as far as anyone waits: not in flight
- * (else a ping-pong with suppressed completions would hold its replies). */
+ * wait for an owed probe, and WRs whose confirmation came with the reply
+ * this post answers (confirm_owed), are done as far as anyone waits: not
+ * in flight (else a ping-pong with suppressed completions would hold its
+ * replies). */
 static bool post_may_wait(struct emu_qp *qp, const struct sq_wqe *w)
 {
-    uint32_t inflight = qp->tx.sq_tail - qp->tx.sq_head;
+    uint32_t head = qp->tx.sq_head;
+    if (atomic_load_explicit(&qp->tx.confirm_owed, memory_order_relaxed) &&
+        (int32_t)(qp->tx.confirm_upto - head) > 0)
+        head = qp->tx.confirm_upto; /* answered: confirmed right after this post */
+    uint32_t inflight = qp->tx.sq_tail - head;
     if (atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed)) {
         int32_t quiet = (int32_t)(qp->tx.ack_tail - qp->orq.covered);
         if (quiet > 0 && (uint32_t)quiet < inflight)

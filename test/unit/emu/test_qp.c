@@ -874,6 +874,42 @@ START_TEST(t_quiet_sends_wait_for_a_wanted_probe)
 }
 END_TEST
 
+/* Doorbell batching counts what is in flight: WRs whose confirmation a
+ * pass has just read (with the reply the next post answers) are not. So
+ * the reply that follows a burst of quiet Sends and one wanted one leaves
+ * at once, not at the thread's next pass. */
+START_TEST(t_post_after_confirming_reply_not_held)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true;
+    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    enum { N = 6 };
+    static uint8_t src[64], dst[N + 1][64], in[64];
+    qp_fill(src, sizeof src, 9);
+    for (int i = 0; i <= N; i++)
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst[i], 64}), 0);
+    lease_a_to_test_thread(in, sizeof in);
+    emu_qp_progress(A.qp); /* B's message */
+    for (int i = 0; i < N; i++) /* 5 quiet, the last wanted: one probe for all */
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src, 64, i < N - 1 ? EMU_WR_QUIET : 0), 0);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= N));
+    usleep(20000); /* B's engine answered the probe */
+    emu_qp_progress(A.qp); /* reads the answer: confirmation owed */
+    ck_assert_int_eq(qp_get_ns(&A), 0);
+    uint64_t w0 = tx_writes(&A), h0 = held_posts(&A);
+    ck_assert_int_eq(qp_post_send(&A, N, src, 64, 0), 0);
+    ck_assert_uint_eq(tx_writes(&A), w0 + 1);
+    ck_assert_uint_eq(held_posts(&A), h0);
+    ck_assert_int_eq(qp_get_ns(&A), N); /* confirmed once the post's bytes left */
+    for (int i = 0; i < N; i++) {
+        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    }
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= N + 1));
+    qp_pair_down();
+}
+END_TEST
+
 /* A consumer pass over one QP whose send side waits for room (a large
  * transfer to a peer that does not read) asks poll(2) about both
  * directions at once: with nothing to read it runs no receive side (no
@@ -1880,6 +1916,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_posts_held_for_one_write);
     tcase_add_test(tc, t_confirmation_after_the_pass);
     tcase_add_test(tc, t_quiet_sends_wait_for_a_wanted_probe);
+    tcase_add_test(tc, t_post_after_confirming_reply_not_held);
     tcase_add_test(tc, t_waiting_sender_passes_poll_once);
     tcase_add_test(tc, t_read_responses_share_a_write);
     tcase_add_test(tc, t_write_bad_stag);
