@@ -483,6 +483,16 @@ static void poll_note_busy(void)
         tl_poll_idle_from = emu_now_us();
 }
 
+/* The engine looks at this QP's lease now (emu_qp_rx), not at its next
+ * bytes or timer. */
+static void kick_engine(struct emu_qp *qp)
+{
+    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
+    if (qp->link.c)
+        emu_conn_rx_kick(qp->link.c);
+    pthread_mutex_unlock(&qp->tx.lock);
+}
+
 /* Only a consumer that keeps polling gets the lease: passes less than
  * QP_POLL_GAP_US apart for QP_POLL_HOT_US. One that polls the EVD for a
  * moment and then something else (its memory, say) keeps the engine.
@@ -494,19 +504,6 @@ static void poll_note_busy(void)
  * a loaded host). (The thread's own CPU clock would also forgive
  * preemption, but reading it is a system call: a fifth of a polling
  * loop's time.) */
-/* A lease begins: the engine looks now and parks behind it (leased_to_consumer),
- * rather than at the next bytes, which the polling thread usually reads
- * first: until it parks, every arrival also wakes the engine, on the CPU
- * the poller may need, and what waits for the parked engine's bound
- * (answers and probes kept for later bytes: flush_deferred) goes at once. */
-static void park_engine(struct emu_qp *qp)
-{
-    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
-    if (qp->link.c)
-        emu_conn_rx_kick(qp->link.c);
-    pthread_mutex_unlock(&qp->tx.lock);
-}
-
 void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
 {
     if (!qp || atomic_load_explicit(&qp->poll.off, memory_order_relaxed))
@@ -522,19 +519,21 @@ void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
         return;
     uint64_t was = atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed);
     atomic_store_explicit(&qp->poll.until_us, now + usec, memory_order_relaxed);
+    /* A lease begins: the engine parks behind it now (leased_to_consumer)
+     * rather than at the next bytes, which this thread usually reads
+     * first: until it parks, every arrival also wakes the engine, on a CPU
+     * the poller may need, and what waits for a parked engine's bound
+     * (answers and probes kept for later bytes: flush_deferred) goes at
+     * once. */
     if (was <= now && !atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
-        park_engine(qp);
+        kick_engine(qp);
 }
 
 /* A parked engine looks at the lease again now, not when its timer says. */
 static void kick_parked(struct emu_qp *qp)
 {
-    if (!atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
-        return;
-    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
-    if (qp->link.c)
-        emu_conn_rx_kick(qp->link.c);
-    pthread_mutex_unlock(&qp->tx.lock);
+    if (atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
+        kick_engine(qp);
 }
 
 void emu_qp_poll_release(struct emu_qp *qp)
