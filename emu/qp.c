@@ -290,9 +290,7 @@ static void tx_clear(struct emu_qp *qp)
     qp->orq.probes_out = 0;
     qp->tx.unacked = 0;
     atomic_store_explicit(&qp->tx.confirm_owed, false, memory_order_relaxed);
-    atomic_store_explicit(&qp->tx.probe_owed, false, memory_order_relaxed);
-    qp->tx.probe_force = false;
-    qp->tx.ack_tail = qp->tx.wanted_tail = qp->orq.covered = qp->tx.sq_tail;
+    qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
     qp->tx.uncovered_bytes = 0;
     qp->tx.probe_was_large = false;
     qp->tx.held = 0;
@@ -483,16 +481,6 @@ static void poll_note_busy(void)
         tl_poll_idle_from = emu_now_us();
 }
 
-/* The engine looks at this QP's lease now (emu_qp_rx), not at its next
- * bytes or timer. */
-static void kick_engine(struct emu_qp *qp)
-{
-    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
-    if (qp->link.c)
-        emu_conn_rx_kick(qp->link.c);
-    pthread_mutex_unlock(&qp->tx.lock);
-}
-
 /* Only a consumer that keeps polling gets the lease: passes less than
  * QP_POLL_GAP_US apart for QP_POLL_HOT_US. One that polls the EVD for a
  * moment and then something else (its memory, say) keeps the engine.
@@ -515,25 +503,19 @@ void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
                 atomic_exchange_explicit(&qp->poll.thread, me, memory_order_relaxed) == me;
     if (!same || tl_poll_idle_from == 0 || now - tl_poll_idle_from > QP_POLL_GAP_US)
         atomic_store_explicit(&qp->poll.since_us, now, memory_order_relaxed);
-    if (now - atomic_load_explicit(&qp->poll.since_us, memory_order_relaxed) < QP_POLL_HOT_US)
-        return;
-    uint64_t was = atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed);
-    atomic_store_explicit(&qp->poll.until_us, now + usec, memory_order_relaxed);
-    /* A lease begins: the engine parks behind it now (leased_to_consumer)
-     * rather than at the next bytes, which this thread usually reads
-     * first: until it parks, every arrival also wakes the engine, on a CPU
-     * the poller may need, and what waits for a parked engine's bound
-     * (answers and probes kept for later bytes: flush_deferred) goes at
-     * once. */
-    if (was <= now && !atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
-        kick_engine(qp);
+    if (now - atomic_load_explicit(&qp->poll.since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
+        atomic_store_explicit(&qp->poll.until_us, now + usec, memory_order_relaxed);
 }
 
 /* A parked engine looks at the lease again now, not when its timer says. */
 static void kick_parked(struct emu_qp *qp)
 {
-    if (atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
-        kick_engine(qp);
+    if (!atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
+    if (qp->link.c)
+        emu_conn_rx_kick(qp->link.c);
+    pthread_mutex_unlock(&qp->tx.lock);
 }
 
 void emu_qp_poll_release(struct emu_qp *qp)
@@ -614,8 +596,7 @@ bool qp_engine_parked(struct emu_qp *qp)
  * batch (emu_qp_post_send), at once; probe answers kept for the next bytes
  * this QP sends, now (force), or once they have waited QP_DEFER_US for
  * such bytes, or at once on a QP that has not posted for
- * QP_DEFER_RECENT_US; a probe only quiet WRs wait for (probe_may_wait,
- * qp_tx.c), now (force) or once it has waited QP_PROBE_DEFER_US. */
+ * QP_DEFER_RECENT_US. */
 static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */
@@ -631,23 +612,13 @@ static void flush_deferred(struct emu_qp *qp, bool force)
             now - atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed) < QP_DEFER_RECENT_US)
             answers = false;
     }
-    bool probe = atomic_load_explicit(&qp->tx.probe_owed, memory_order_acquire);
-    if (probe && !force &&
-        emu_now_us() - atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed) < QP_PROBE_DEFER_US)
-        probe = false;
-    if (!posts && !answers && !owed && !probe)
+    if (!posts && !answers && !owed)
         return;
     pthread_mutex_lock(&qp->tx.lock);
     qp_sq_confirm_owed(qp);
-    probe = probe && atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed);
-    if (((posts || answers) &&
-         (qp->tx.held || atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))) ||
-        probe) {
-        qp->tx.probe_force = probe;
-        if (!qp->tx.want_tx)
-            qp_tx_pump(qp);
-        qp->tx.probe_force = false;
-    }
+    if ((posts || answers) &&
+        (qp->tx.held || atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed)) && !qp->tx.want_tx)
+        qp_tx_pump(qp);
     pthread_mutex_unlock(&qp->tx.lock);
 }
 
@@ -921,8 +892,8 @@ int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
     } else {
         qp->tx.disc_pending = true;
         qp_sq_confirm_owed(qp);
-        if ((qp->tx.held || atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed)) && !qp->tx.want_tx)
-            qp_tx_pump(qp); /* held posts and an owed probe go first; the pump ends with the disconnect */
+        if (qp->tx.held && !qp->tx.want_tx)
+            qp_tx_pump(qp); /* held posts go first; the pump ends with the disconnect */
         if (!qp->tx.disc_done && (tx_idle(qp) || qp->tx.dead)) {
             qp->tx.disc_done = true;
             rc = emu_conn_disconnect(c, true);
@@ -1011,24 +982,11 @@ void emu_qp_flush(struct emu_qp *qp)
  * long chunk). The poller must come back to reap its completions; if it
  * does not, the engine flushes the held WRs when it looks at the lease
  * again (it runs out SOFTDAT_POLL_LEASE_US after the last pass).
- * QP_HOLD_MAX held WRs are sent by the next post. Quiet WRs that only
- * wait for an owed probe, and WRs whose confirmation came with the reply
- * this post answers (confirm_owed), are done as far as anyone waits: not
- * in flight (else a ping-pong with suppressed completions would hold its
- * replies). */
+ * QP_HOLD_MAX held WRs are sent by the next post. */
 static bool post_may_wait(struct emu_qp *qp, const struct sq_wqe *w)
 {
-    uint32_t head = qp->tx.sq_head;
-    if (atomic_load_explicit(&qp->tx.confirm_owed, memory_order_relaxed) &&
-        (int32_t)(qp->tx.confirm_upto - head) > 0)
-        head = qp->tx.confirm_upto; /* answered: confirmed right after this post */
-    uint32_t inflight = qp->tx.sq_tail - head;
-    if (atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed)) {
-        int32_t quiet = (int32_t)(qp->tx.ack_tail - qp->orq.covered);
-        if (quiet > 0 && (uint32_t)quiet < inflight)
-            inflight -= (uint32_t)quiet;
-    }
-    return w->len <= QP_HOLD_BYTES && qp->tx.held + 1 < QP_HOLD_MAX && inflight > QP_HOLD_INFLIGHT &&
+    return w->len <= QP_HOLD_BYTES && qp->tx.held + 1 < QP_HOLD_MAX &&
+           qp->tx.sq_tail - qp->tx.sq_head > QP_HOLD_INFLIGHT &&
            atomic_load_explicit(&qp->poll.thread, memory_order_relaxed) ==
                (uintptr_t)&tl_poll_self &&
            qp_engine_parked(qp);

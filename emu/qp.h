@@ -67,8 +67,6 @@ enum {
     EMU_WR_SOLICITED = 1u << 0,  /* Send with SE / Immediate with SE */
     EMU_WR_INVALIDATE = 1u << 1, /* Send with Invalidate of inv_stag */
     EMU_WR_FENCE = 1u << 2,      /* start only after every earlier Read/atomic completed */
-    EMU_WR_QUIET = 1u << 3,      /* its success completes without an event (DAT's suppressed
-                                    completion): no placement probe is due for it alone */
 };
 
 #define EMU_QP_MAX_SGE 16
