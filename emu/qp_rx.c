@@ -194,6 +194,14 @@ static void to_trailer(struct emu_qp *qp)
     qp->rx.trl_need = emu_fpdu_pad(qp->rx.ulpdu_len) + 4;
 }
 
+/* CRC on and not rx.cut (an RDMA Write, by default): this segment's
+ * payload waits whole in the prefetch buffer and is placed only once its
+ * CRC matched (place_verified); otherwise it is placed as it arrives. */
+static bool placed_when_verified(const struct emu_qp *qp)
+{
+    return qp->link.crc && !qp->rx.cut;
+}
+
 /* CRC on, an RDMA Write (not rx.cut): a frame whose CRC fails must not
  * change target memory (an RNIC that places cut-through, as siw does, lets
  * a corrupted Write land before its Terminate). So the payload is placed
@@ -290,7 +298,7 @@ static int process(struct emu_qp *qp)
                 return rc; /* failure, or QP_RX_STALL with the header kept */
             qp->rx.pay_left = qp->rx.h.payload_len;
             qp->rx.phase = RX_PAY;
-            if (qp->rx.pay_left >= QP_DIRECT_MIN && (!qp->link.crc || qp->rx.cut))
+            if (qp->rx.pay_left >= QP_DIRECT_MIN && !placed_when_verified(qp))
                 qp->rx.small_run = 0; /* a payload rx_run reads in place */
             else if (qp->rx.small_run < QP_LARGE_RUN)
                 qp->rx.small_run++;
@@ -301,7 +309,7 @@ static int process(struct emu_qp *qp)
                 to_trailer(qp);
                 continue;
             }
-            if (qp->link.crc && !qp->rx.cut) {
+            if (placed_when_verified(qp)) {
                 int rc = place_verified(qp);
                 if (rc == 1)
                     return 0; /* the rest of the FPDU is still to come */
@@ -364,7 +372,7 @@ static uint32_t pf_make_room(struct emu_qp *qp)
         qp->rx.pf_off = qp->rx.pf_len = 0;
         return 0;
     }
-    if (qp->link.crc && !qp->rx.cut && qp->rx.phase == RX_PAY) {
+    if (placed_when_verified(qp) && qp->rx.phase == RX_PAY) {
         uint64_t end = (uint64_t)qp->rx.pf_off + qp->rx.pay_left + emu_fpdu_pad(qp->rx.ulpdu_len) + 4;
         if (end <= QP_PF_ALLOC)
             return keep;
