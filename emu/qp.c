@@ -290,7 +290,9 @@ static void tx_clear(struct emu_qp *qp)
     qp->orq.probes_out = 0;
     qp->tx.unacked = 0;
     atomic_store_explicit(&qp->tx.confirm_owed, false, memory_order_relaxed);
-    qp->tx.ack_tail = qp->orq.covered = qp->tx.sq_tail;
+    atomic_store_explicit(&qp->tx.probe_owed, false, memory_order_relaxed);
+    qp->tx.probe_force = false;
+    qp->tx.ack_tail = qp->tx.wanted_tail = qp->orq.covered = qp->tx.sq_tail;
     qp->tx.uncovered_bytes = 0;
     qp->tx.probe_was_large = false;
     qp->tx.held = 0;
@@ -481,6 +483,16 @@ static void poll_note_busy(void)
         tl_poll_idle_from = emu_now_us();
 }
 
+/* The engine looks at this QP's lease now (emu_qp_rx), not at its next
+ * bytes or timer. */
+static void kick_engine(struct emu_qp *qp)
+{
+    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
+    if (qp->link.c)
+        emu_conn_rx_kick(qp->link.c);
+    pthread_mutex_unlock(&qp->tx.lock);
+}
+
 /* Only a consumer that keeps polling gets the lease: passes less than
  * QP_POLL_GAP_US apart for QP_POLL_HOT_US. One that polls the EVD for a
  * moment and then something else (its memory, say) keeps the engine.
@@ -503,19 +515,25 @@ void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
                 atomic_exchange_explicit(&qp->poll.thread, me, memory_order_relaxed) == me;
     if (!same || tl_poll_idle_from == 0 || now - tl_poll_idle_from > QP_POLL_GAP_US)
         atomic_store_explicit(&qp->poll.since_us, now, memory_order_relaxed);
-    if (now - atomic_load_explicit(&qp->poll.since_us, memory_order_relaxed) >= QP_POLL_HOT_US)
-        atomic_store_explicit(&qp->poll.until_us, now + usec, memory_order_relaxed);
+    if (now - atomic_load_explicit(&qp->poll.since_us, memory_order_relaxed) < QP_POLL_HOT_US)
+        return;
+    uint64_t was = atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed);
+    atomic_store_explicit(&qp->poll.until_us, now + usec, memory_order_relaxed);
+    /* A lease begins: the engine parks behind it now (leased_to_consumer)
+     * rather than at the next bytes, which this thread usually reads
+     * first: until it parks, every arrival also wakes the engine, on a CPU
+     * the poller may need, and what waits for a parked engine's bound
+     * (answers and probes kept for later bytes: flush_deferred) goes at
+     * once. */
+    if (was <= now && !atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
+        kick_engine(qp);
 }
 
 /* A parked engine looks at the lease again now, not when its timer says. */
 static void kick_parked(struct emu_qp *qp)
 {
-    if (!atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
-        return;
-    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
-    if (qp->link.c)
-        emu_conn_rx_kick(qp->link.c);
-    pthread_mutex_unlock(&qp->tx.lock);
+    if (atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed))
+        kick_engine(qp);
 }
 
 void emu_qp_poll_release(struct emu_qp *qp)
@@ -525,6 +543,12 @@ void emu_qp_poll_release(struct emu_qp *qp)
     atomic_store_explicit(&qp->poll.until_us, 0, memory_order_relaxed);
     atomic_store_explicit(&qp->poll.thread, 0, memory_order_relaxed); /* the next poller earns anew */
     kick_parked(qp);
+}
+
+void emu_qp_poll_release_mine(struct emu_qp *qp)
+{
+    if (qp && atomic_load_explicit(&qp->poll.thread, memory_order_relaxed) == (uintptr_t)&tl_poll_self)
+        emu_qp_poll_release(qp);
 }
 
 int emu_qp_sleep_fd(struct emu_qp *qp, uint64_t until_us)
@@ -596,7 +620,8 @@ bool qp_engine_parked(struct emu_qp *qp)
  * batch (emu_qp_post_send), at once; probe answers kept for the next bytes
  * this QP sends, now (force), or once they have waited QP_DEFER_US for
  * such bytes, or at once on a QP that has not posted for
- * QP_DEFER_RECENT_US. */
+ * QP_DEFER_RECENT_US; a probe only quiet WRs wait for (probe_may_wait,
+ * qp_tx.c), now (force) or once it has waited QP_PROBE_DEFER_US. */
 static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */
@@ -612,13 +637,23 @@ static void flush_deferred(struct emu_qp *qp, bool force)
             now - atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed) < QP_DEFER_RECENT_US)
             answers = false;
     }
-    if (!posts && !answers && !owed)
+    bool probe = atomic_load_explicit(&qp->tx.probe_owed, memory_order_acquire);
+    if (probe && !force &&
+        emu_now_us() - atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed) < QP_PROBE_DEFER_US)
+        probe = false;
+    if (!posts && !answers && !owed && !probe)
         return;
     pthread_mutex_lock(&qp->tx.lock);
     qp_sq_confirm_owed(qp);
-    if ((posts || answers) &&
-        (qp->tx.held || atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed)) && !qp->tx.want_tx)
-        qp_tx_pump(qp);
+    probe = probe && atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed);
+    if (((posts || answers) &&
+         (qp->tx.held || atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))) ||
+        probe) {
+        qp->tx.probe_force = probe;
+        if (!qp->tx.want_tx)
+            qp_tx_pump(qp);
+        qp->tx.probe_force = false;
+    }
     pthread_mutex_unlock(&qp->tx.lock);
 }
 
@@ -822,9 +857,10 @@ static bool tx_idle(const struct emu_qp *qp)
 }
 
 /* One consumer-thread pass over the bytes that have arrived. Returns
- * whether the connection still reads, and what it has placed (*placed) and
- * confirmed (*confirmed) so far. */
-static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirmed)
+ * whether the connection still reads; *placed and *confirmed: the peer's
+ * messages placed and confirmed to it so far; *probes: the peer confirms
+ * by probes (a softdat peer with InfiniBand semantics). */
+static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirmed, bool *probes)
 {
     pthread_mutex_lock(&qp->rx.lock);
     bool live = qp->rx.attached && !qp->rx.dead && qp->rx.fd >= 0;
@@ -833,10 +869,10 @@ static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirme
     live = live && !qp->rx.dead;
     *placed = qp->rx.placed;
     *confirmed = qp->rx.confirmed;
-    bool probes = qp->rx.peer_probes;
+    *probes = qp->rx.peer_probes;
     pthread_mutex_unlock(&qp->rx.lock);
-    flush_deferred(qp, true); /* answers kept for the next bytes sent: send them now */
-    return live && probes;
+    flush_deferred(qp, true); /* answers kept for the next bytes sent, an owed probe: now */
+    return live;
 }
 
 /* Answers to the peer's Reads not yet handed to the socket. */
@@ -848,6 +884,15 @@ static bool answers_queued(struct emu_qp *qp)
     return q;
 }
 
+/* Our own Sends/Writes still wait for the answer to a probe. */
+static bool own_unconfirmed(struct emu_qp *qp)
+{
+    pthread_mutex_lock(&qp->tx.lock);
+    bool w = !qp->tx.dead && qp->link.c != NULL && qp->tx.unacked > 0;
+    pthread_mutex_unlock(&qp->tx.lock);
+    return w;
+}
+
 /* A peer with InfiniBand semantics completes its Sends and Writes only once
  * a zero-length Read behind them is answered, and flushes them if the
  * connection ends first. An HCA acknowledges a message before its receiver
@@ -855,21 +900,28 @@ static bool answers_queued(struct emu_qp *qp)
  * last message has still confirmed it. Here that Read may be a moment
  * behind the data (the peer holds it while QP_PROBES_MAX are out): wait for
  * it, bounded by QP_CONFIRM_WAIT_US, and for its answer to reach the socket,
- * before the caller closes. */
+ * before the caller closes. The same holds the other way: our quiet WRs'
+ * probe, kept back for a later post (probe_may_wait, qp_tx.c), goes now,
+ * and the close waits for its answer too, as an HCA's acknowledgment of
+ * those messages would long have come. */
 void emu_qp_quiesce(struct emu_qp *qp)
 {
     if (!qp)
         return;
+    bool mine = atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed);
     uint32_t want, confirmed;
-    if (!quiesce_pass(qp, &want, &confirmed) ||
-        ((int32_t)(want - confirmed) <= 0 && !answers_queued(qp)))
+    bool probes;
+    bool live = quiesce_pass(qp, &want, &confirmed, &probes);
+    bool theirs = probes && ((int32_t)(want - confirmed) > 0 || answers_queued(qp));
+    if (!live || (!theirs && !(mine && own_unconfirmed(qp))))
         return;
     uint64_t deadline = emu_now_us() + QP_CONFIRM_WAIT_US;
     for (;;) {
         uint32_t placed;
-        bool live = quiesce_pass(qp, &placed, &confirmed);
-        bool waiting = live && (int32_t)(want - confirmed) > 0;
-        if ((!waiting && !answers_queued(qp)) || emu_now_us() >= deadline)
+        live = quiesce_pass(qp, &placed, &confirmed, &probes);
+        bool waiting = live && ((probes && (int32_t)(want - confirmed) > 0) ||
+                                (mine && own_unconfirmed(qp)));
+        if ((!waiting && !(probes && answers_queued(qp))) || emu_now_us() >= deadline)
             break;
         struct timespec ts = {0, 50 * 1000};
         nanosleep(&ts, NULL);
@@ -892,8 +944,8 @@ int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
     } else {
         qp->tx.disc_pending = true;
         qp_sq_confirm_owed(qp);
-        if (qp->tx.held && !qp->tx.want_tx)
-            qp_tx_pump(qp); /* held posts go first; the pump ends with the disconnect */
+        if ((qp->tx.held || atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed)) && !qp->tx.want_tx)
+            qp_tx_pump(qp); /* held posts and an owed probe go first; the pump ends with the disconnect */
         if (!qp->tx.disc_done && (tx_idle(qp) || qp->tx.dead)) {
             qp->tx.disc_done = true;
             rc = emu_conn_disconnect(c, true);
@@ -982,11 +1034,24 @@ void emu_qp_flush(struct emu_qp *qp)
  * long chunk). The poller must come back to reap its completions; if it
  * does not, the engine flushes the held WRs when it looks at the lease
  * again (it runs out SOFTDAT_POLL_LEASE_US after the last pass).
- * QP_HOLD_MAX held WRs are sent by the next post. */
+ * QP_HOLD_MAX held WRs are sent by the next post. Quiet WRs that only
+ * wait for an owed probe, and WRs whose confirmation came with the reply
+ * this post answers (confirm_owed), are done as far as anyone waits: not
+ * in flight (else a ping-pong with suppressed completions would hold its
+ * replies). */
 static bool post_may_wait(struct emu_qp *qp, const struct sq_wqe *w)
 {
-    return w->len <= QP_HOLD_BYTES && qp->tx.held + 1 < QP_HOLD_MAX &&
-           qp->tx.sq_tail - qp->tx.sq_head > QP_HOLD_INFLIGHT &&
+    uint32_t head = qp->tx.sq_head;
+    if (atomic_load_explicit(&qp->tx.confirm_owed, memory_order_relaxed) &&
+        (int32_t)(qp->tx.confirm_upto - head) > 0)
+        head = qp->tx.confirm_upto; /* answered: confirmed right after this post */
+    uint32_t inflight = qp->tx.sq_tail - head;
+    if (atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed)) {
+        int32_t quiet = (int32_t)(qp->tx.ack_tail - qp->orq.covered);
+        if (quiet > 0 && (uint32_t)quiet < inflight)
+            inflight -= (uint32_t)quiet;
+    }
+    return w->len <= QP_HOLD_BYTES && qp->tx.held + 1 < QP_HOLD_MAX && inflight > QP_HOLD_INFLIGHT &&
            atomic_load_explicit(&qp->poll.thread, memory_order_relaxed) ==
                (uintptr_t)&tl_poll_self &&
            qp_engine_parked(qp);

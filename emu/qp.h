@@ -67,6 +67,8 @@ enum {
     EMU_WR_SOLICITED = 1u << 0,  /* Send with SE / Immediate with SE */
     EMU_WR_INVALIDATE = 1u << 1, /* Send with Invalidate of inv_stag */
     EMU_WR_FENCE = 1u << 2,      /* start only after every earlier Read/atomic completed */
+    EMU_WR_QUIET = 1u << 3,      /* its success completes without an event (DAT's suppressed
+                                    completion): no placement probe is due for it alone */
 };
 
 #define EMU_QP_MAX_SGE 16
@@ -232,6 +234,9 @@ void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now_us);
  * the lease ends now, and a parked engine resumes reading at once instead
  * of when the lease would have run out. */
 void emu_qp_poll_release(struct emu_qp *qp);
+/* emu_qp_poll_release if the calling thread holds the lease (a thread
+ * about to sleep elsewhere gives back only its own). */
+void emu_qp_poll_release_mine(struct emu_qp *qp);
 /* A consumer thread is about to sleep in poll(2) on this QP's socket
  * instead of leaving the receive side to the engine (dat_evd_wait,
  * lib/provider/progress.c): answers held back for a reply go out now

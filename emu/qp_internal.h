@@ -31,6 +31,7 @@
 #define QP_LEASE_LOOK_MAX_US 4000u     /* the engine looks at a renewed lease at least this often */
 #define QP_DEFER_US 10u                 /* a kept probe answer waits this long for bytes to ride with, */
 #define QP_DEFER_RECENT_US 200u         /* on a QP that posted this recently (it answers, ping-pong) */
+#define QP_PROBE_DEFER_US 200u          /* a probe only quiet WRs wait for waits this long for a post */
 #define QP_HOLD_INFLIGHT 4u             /* a post waits for the next pass only behind this many
                                            unfinished WRs (emu_qp_post_send: doorbell batching), */
 #define QP_HOLD_MAX 16u                 /* at most this many posts wait: the next one sends them all, */
@@ -207,6 +208,12 @@ struct qp_tx {
     atomic_bool confirm_owed;   /* ... until after its application's turn (qp_sq_confirm_owed);
                                    written under tx.lock, read without it by pollers */
     uint32_t ack_tail;          /* one past the last started WR that needs confirming */
+    uint32_t wanted_tail;       /* ... of those, one whose completion is awaited (not EMU_WR_QUIET) */
+    atomic_bool probe_owed;     /* only quiet WRs wait for a probe, which waits for the next post
+                                   or a pass QP_PROBE_DEFER_US later (probe_due, flush_deferred);
+                                   written under tx.lock, read without it by pollers */
+    _Atomic uint64_t probe_owed_us; /* emu_now_us() when the probe became owed */
+    bool probe_force;           /* flush_deferred: the owed probe goes now */
     uint64_t uncovered_bytes;   /* bytes of the WRs started since the last Read Request */
     bool probe_was_large;       /* the last probe covered QP_PROBE_BATCH_BYTES or more (probe_due) */
     uint32_t read_seq;          /* source of our Read sink tags */

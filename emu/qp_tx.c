@@ -268,6 +268,8 @@ static bool start_sq(struct emu_qp *qp)
         qp->tx.sq_tx++;
         if (needs_ack(qp, w)) {
             qp->tx.ack_tail = qp->tx.sq_tx;
+            if (!(w->flags & EMU_WR_QUIET))
+                qp->tx.wanted_tail = qp->tx.sq_tx;
             qp->tx.uncovered_bytes += w->len;
         }
         c->kind = TXK_SQ;
@@ -321,8 +323,11 @@ static bool start_ird(struct emu_qp *qp)
  * negotiated ORD, shared with the consumer's Reads (any Read Response
  * confirms the same way). Due when the send queue ran dry (so the probe
  * leaves in the same writev as the data), or when half of it waits.
+ * Unless only quiet WRs wait (probe_may_wait).
  */
-static bool probe_due(const struct emu_qp *qp, bool sq_dry)
+static bool probe_may_wait(struct emu_qp *qp, int32_t uncovered);
+
+static bool probe_due(struct emu_qp *qp, bool sq_dry)
 {
     int32_t uncovered = (int32_t)(qp->tx.ack_tail - qp->orq.covered);
     if (uncovered <= 0)
@@ -337,7 +342,32 @@ static bool probe_due(const struct emu_qp *qp, bool sq_dry)
     if (qp->orq.probes_out > 0 && !qp->tx.probe_was_large &&
         qp->tx.uncovered_bytes < QP_PROBE_BATCH_BYTES && (uint32_t)uncovered * 4 < qp->tx.sq_cap)
         return false; /* the answer to the probe out brings the next one (rresp_finish) */
-    return sq_dry || (uint32_t)uncovered * 2 >= qp->tx.sq_cap;
+    if (!sq_dry && (uint32_t)uncovered * 2 < qp->tx.sq_cap)
+        return false;
+    return !probe_may_wait(qp, uncovered);
+}
+
+/* Only WRs whose success makes no event (DAT's suppressed completions)
+ * wait for confirmation: nobody waits for the probe, as an HCA's ACK of
+ * such a message is coalesced with later ones. It leaves with the next
+ * post that wants one (a signalled WR's probe covers everything before
+ * it), or, owed, at a consumer pass QP_PROBE_DEFER_US later, when that
+ * thread sleeps, or at the engine's next look (flush_deferred). Only while
+ * a consumer holds the lease, the engine parked behind it: the engine's
+ * look when the lease runs out is then the bound. So a ping-pong with
+ * suppressed completions carries no probe and no answer per message. The
+ * peer closing meanwhile waits for the probe (emu_qp_quiesce) at most that
+ * long; our own graceful disconnect sends it at once. */
+static bool probe_may_wait(struct emu_qp *qp, int32_t uncovered)
+{
+    if (qp->tx.probe_force || qp->tx.disc_pending || (int32_t)(qp->tx.wanted_tail - qp->orq.covered) > 0 ||
+        (uint32_t)uncovered * 2 >= qp->tx.sq_cap || !qp_engine_parked(qp))
+        return false;
+    if (!atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed)) {
+        atomic_store_explicit(&qp->tx.probe_owed_us, emu_now_us(), memory_order_relaxed);
+        atomic_store_explicit(&qp->tx.probe_owed, true, memory_order_release);
+    }
+    return true;
 }
 
 static bool needs_ack(const struct emu_qp *qp, const struct sq_wqe *w)
@@ -352,6 +382,7 @@ static void cover_upto(struct emu_qp *qp, uint32_t idx)
     if ((int32_t)(idx - qp->orq.covered) > 0)
         qp->orq.covered = idx;
     qp->tx.uncovered_bytes = 0;
+    atomic_store_explicit(&qp->tx.probe_owed, false, memory_order_relaxed);
 }
 
 static bool start_probe(struct emu_qp *qp)

@@ -1,6 +1,7 @@
 /* softdat: CNO wait core. See cnoq.h for the contract and docs/events.md
  * for the spec rules (line numbers refer to the DAT 2.0 spec text). */
 #include "lib/provider/cnoq.h"
+#include "lib/provider/evq.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -200,6 +201,11 @@ DAT_RETURN sd_cnoq_wait(struct sd_cnoq *c, DAT_TIMEOUT timeout, DAT_EVD_HANDLE *
         *evd = DAT_HANDLE_NULL;
         return CNO_ERR(DAT_QUEUE_EMPTY); /* spec L3129, L3143 */
     }
+    /* It may sleep: leases this thread holds go back to the engine first
+     * (unlocked: they take other locks). A trigger meanwhile is kept. */
+    pthread_mutex_unlock(&c->mu);
+    sd_evq_thread_idle(NULL);
+    pthread_mutex_lock(&c->mu);
     struct timespec dl;
     bool infinite = timeout == DAT_TIMEOUT_INFINITE;
     if (!infinite)

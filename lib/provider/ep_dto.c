@@ -493,6 +493,8 @@ static DAT_RETURN post_sq(struct sd_ep *ep, const struct ep_snap *sn, struct emu
         wr->flags |= EMU_WR_SOLICITED;
     if (flags & DAT_COMPLETION_BARRIER_FENCE_FLAG)
         wr->flags |= EMU_WR_FENCE;
+    if (sd_dto_decide(kind, flags, sn->req_flags, true, false) == SD_DTO_NO_EVENT)
+        wr->flags |= EMU_WR_QUIET;
     int rc = emu_qp_post_send(ep->qp, wr);
     if (rc == 0) {
         sd_cnt_ep_post(ep, kind, len);

@@ -266,6 +266,20 @@ bool sd_evq_consumer_sleeping(void)
 
 static int call_progress_polling(struct sd_evq *q);
 
+static _Atomic(sd_evq_idle_fn) g_idle_hook;
+
+void sd_evq_set_idle_hook(sd_evq_idle_fn fn)
+{
+    atomic_store_explicit(&g_idle_hook, fn, memory_order_release);
+}
+
+void sd_evq_thread_idle(void *progress_arg)
+{
+    sd_evq_idle_fn fn = atomic_load_explicit(&g_idle_hook, memory_order_acquire);
+    if (fn != NULL)
+        fn(progress_arg);
+}
+
 static int call_progress(struct sd_evq *q)
 {
     /* Caller holds mu; fn runs unlocked because it posts into this queue. */
@@ -457,6 +471,7 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
     sd_evq_input_fn input = q->sleep != NULL ? q->input : NULL;
     uint64_t seen = input ? input() : 0;
     bool respin = false; /* a window reopened after a wake-up: its outcome is not counted */
+    bool idled = false;  /* leases held elsewhere were given back (sd_evq_thread_idle) */
     /* Input reopens the configured window even in a wait whose own spin
      * was skipped (spin_skip): the skip is for waits on an idle stream. */
     unsigned respin_us = q->progress_us;
@@ -521,6 +536,17 @@ DAT_RETURN sd_evq_wait(struct sd_evq *q, DAT_TIMEOUT timeout, DAT_COUNT threshol
         if (spun) { /* the window ran out: sleeping after all */
             spin_outcome(q, false);
             spun = false;
+        }
+        if (!idled) {
+            /* Sleeping: what this thread leased on other connections
+             * goes back to the engine first (unlocked: it takes their
+             * locks), then the count is checked once more. */
+            idled = true;
+            void *arg = q->progress_arg;
+            pthread_mutex_unlock(&q->mu);
+            sd_evq_thread_idle(arg);
+            pthread_mutex_lock(&q->mu);
+            continue;
         }
         if (sleep_ok && polling) {
             int r = sleep_in_hook(q, infinite ? 0 : deadline - now, chunk_ms);

@@ -228,6 +228,14 @@ void sd_evq_arm_progress(struct sd_evq *q, bool armed);
 void sd_evq_set_sleep(struct sd_evq *q, sd_evq_sleep_fn fn, sd_evq_sleep_done_fn done,
                       sd_evq_input_fn input);
 
+/* A thread is about to sleep in an EVD wait (its queue's progress
+ * argument) or a CNO wait (NULL): the hook (lib/provider/progress.c) gives
+ * back the polling leases it still holds on other connections, so that the
+ * engine reads them again at once. Called with no lock held. */
+typedef void (*sd_evq_idle_fn)(void *progress_arg);
+void sd_evq_set_idle_hook(sd_evq_idle_fn fn);
+void sd_evq_thread_idle(void *progress_arg);
+
 void sd_evq_info(struct sd_evq *q, struct sd_evq_info *info);
 
 /* dat_evd_dequeue's "nothing there": the bare type, without the error

@@ -87,11 +87,69 @@ static bool progress_off(void)
 
 /* ------------------------------------------------------------ sets */
 
+/* Sets that may hold leases (ps->leased), for sd_progress_thread_idle.
+ * Order: a set's mu, then g_leased_mu; the idle walk, which goes the other
+ * way, only try-locks a set's mu. */
+static pthread_mutex_t g_leased_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sd_progress_set *g_leased_head;
+
+static void list_leased(struct sd_progress_set *ps, bool on)
+{
+    pthread_mutex_lock(&g_leased_mu);
+    if (on && !ps->listed) {
+        ps->lprev = NULL;
+        ps->lnext = g_leased_head;
+        if (g_leased_head != NULL)
+            g_leased_head->lprev = ps;
+        g_leased_head = ps;
+        ps->listed = true;
+    } else if (!on && ps->listed) {
+        if (ps->lprev != NULL)
+            ps->lprev->lnext = ps->lnext;
+        else
+            g_leased_head = ps->lnext;
+        if (ps->lnext != NULL)
+            ps->lnext->lprev = ps->lprev;
+        ps->lprev = ps->lnext = NULL;
+        ps->listed = false;
+    }
+    pthread_mutex_unlock(&g_leased_mu);
+}
+
+/* (ps->mu held) A pass may now give leases on this set's QPs. */
+static void mark_leased(struct sd_progress_set *ps)
+{
+    if (ps->leased)
+        return;
+    ps->leased = true;
+    list_leased(ps, true);
+}
+
+void sd_progress_thread_idle(struct sd_evd *except)
+{
+    pthread_mutex_lock(&g_leased_mu);
+    for (struct sd_progress_set *ps = g_leased_head; ps != NULL; ps = ps->lnext) {
+        if ((except != NULL && ps == &except->ps) || pthread_mutex_trylock(&ps->mu) != 0)
+            continue; /* a thread in that set's pass renews or gives back itself */
+        for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
+            emu_qp_poll_release_mine(e->qp);
+        pthread_mutex_unlock(&ps->mu);
+    }
+    pthread_mutex_unlock(&g_leased_mu);
+}
+
+static void thread_idle_hook(void *progress_arg)
+{
+    sd_progress_thread_idle(progress_arg);
+}
+
 void sd_progress_set_init(struct sd_progress_set *ps)
 {
     pthread_mutex_init(&ps->mu, NULL);
     ps->head = NULL;
     ps->leased = false;
+    ps->lprev = ps->lnext = NULL;
+    ps->listed = false;
     atomic_init(&ps->n, 0);
 }
 
@@ -100,6 +158,7 @@ void sd_progress_set_fini(struct sd_progress_set *ps)
     /* Entries hold EVD references: none can be left at release. */
     if (ps->head != NULL)
         SD_ERR("progress", "set %p released with registrations", (void *)ps);
+    list_leased(ps, false);
     pthread_mutex_destroy(&ps->mu);
 }
 
@@ -108,6 +167,8 @@ void sd_progress_evd_init(struct sd_evd *evd)
     sd_progress_set_init(&evd->ps);
     if (progress_off())
         return; /* no hook: nothing registers, the engine does everything */
+    if (g_lease_us > 0)
+        sd_evq_set_idle_hook(thread_idle_hook);
     sd_evq_set_progress(&evd->q, sd_progress_evd_pass, evd, sd_progress_poll_us());
     if (g_lease_us > 0)
         sd_evq_set_sleep(&evd->q, sd_progress_evd_sleep, sd_progress_evd_sleep_done,
@@ -123,6 +184,7 @@ static void release_leases(struct sd_progress_set *ps)
     for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
         emu_qp_poll_release(e->qp);
     ps->leased = false;
+    list_leased(ps, false);
 }
 
 int sd_progress_evd_pass(void *arg, struct sd_evq *q)
@@ -157,7 +219,7 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     if (sd_evq_consumer_sleeping())
         release_leases(ps);
     if (polling)
-        ps->leased = true;
+        mark_leased(ps);
     uint64_t now = polling ? emu_now_us() : 0;
     struct emu_qp *qps[SD_PROG_BATCH];
     unsigned nq = 0;
@@ -197,7 +259,7 @@ int sd_progress_evd_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_
      * socket back (and be woken by the data too) just before we wake. */
     uint64_t until = emu_now_us() + (uint64_t)timeout_ms * 1000u + g_lease_us;
     bool ok = true;
-    ps->leased = true;
+    mark_leased(ps);
     for (struct sd_prog_ent *e = ps->head; e != NULL && ok; e = e->next) {
         int fd = n < SD_SLEEP_MAX_QPS ? emu_qp_sleep_fd(e->qp, until) : -1;
         ok = fd >= 0;

@@ -41,6 +41,11 @@ struct sd_progress_set {
     atomic_int n; /* entries; read unlocked by the pass */
     bool leased;  /* (mu) a pass may have given leases not yet released: a
                      sleeping consumer's pass walks the set only then */
+    /* While leased, the set is on a process-wide list (its own lock), so
+     * that a thread about to sleep elsewhere finds the leases it holds
+     * here (sd_progress_thread_idle). */
+    struct sd_progress_set *lprev, *lnext;
+    bool listed;
 };
 
 /* Default spin window of dat_evd_wait, µs (docs/perf.md "Latency design");
@@ -71,6 +76,16 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q);
 int sd_progress_evd_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_ms);
 /* Its sd_evq_sleep_done_fn: the leases end within SOFTDAT_POLL_LEASE_US. */
 void sd_progress_evd_sleep_done(void *arg);
+
+/* The calling thread is about to sleep on a condition variable (an EVD or
+ * CNO wait) or in another EVD's sleep hook: every lease it still holds on
+ * the QPs of other sets than except's (NULL: all) ends now, and an engine
+ * parked behind one reads again at once. Without this, a thread that
+ * polled its DTO EVD and then waits for the connection EVD's event keeps
+ * the engine off its sockets until the lease's end and the engine's next
+ * look (up to 4 ms): a frame arriving meanwhile (a peer's placement probe)
+ * would wait that long. Any thread, no lock held. */
+void sd_progress_thread_idle(struct sd_evd *except);
 
 /* ESTABLISHED, after emu_qp_attach: register ep->qp with ep->recv_evd and
  * ep->request_evd (once each). Idempotent. Any thread, no lock held. */

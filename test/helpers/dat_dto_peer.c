@@ -685,7 +685,8 @@ static void server_rnr(struct peer *p)
  * last one suppressed), as benchmarks and HPC codes do. Every message arrives intact and in order; each
  * signalled Send completes successfully, in order, and the suppressed ones
  * produce no event, then or when the server disconnects right after the
- * last one (it waits for the client to confirm it). */
+ * last one (it waits for the client to confirm it). The e2e script also
+ * counts the placement probes on the wire (fewer than the messages). */
 #define QUIET_ROUNDS 2002
 #define QUIET_EVERY 4
 

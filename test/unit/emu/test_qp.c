@@ -627,11 +627,14 @@ static uint64_t held_posts(struct qp_side *s)
  * consumer that stops calling has its held posts sent by the engine when
  * it looks at the lease again; another thread's post is never held.
  * Everything arrives, in order. */
-/* A's test thread holds A's polling lease, A's engine parked behind it
- * (as in t_posts_held_for_one_write); B's reply to A makes the engine look. */
+/* A's test thread holds A's polling lease (1 s, longer than the tests'
+ * steps take under a sanitizer), A's engine parked behind it: the lease's
+ * start makes the engine look (emu_qp_poll_lease). Then B sends A one
+ * message, which waits in the socket for A's thread, not the engine. */
 static void lease_a_to_test_thread(uint8_t *in, size_t len)
 {
     ck_assert_int_eq(emu_qp_post_recv(A.qp, 0, 1, &(struct emu_sge){in, len}), 0);
+    int looks = atomic_load(&A.rx_hook_calls);
     uint64_t t0 = emu_now_us();
     while (emu_now_us() - t0 < 2000) {
         uint64_t now = emu_now_us();
@@ -640,9 +643,10 @@ static void lease_a_to_test_thread(uint8_t *in, size_t len)
         emu_qp_poll_pass_end();
     }
     ck_assert_uint_gt(emu_qp_poll_lease_left_us(A.qp), 500000);
-    int looks = atomic_load(&A.rx_hook_calls);
-    ck_assert_int_eq(qp_post_send(&B, 900, in, len, 0), 0);
     ck_assert(engine_looked(&A, looks));
+    ck_assert_int_eq(qp_post_send(&B, 900, in, len, 0), 0);
+    usleep(20000);
+    ck_assert_int_eq(qp_get_nr(&A), 0);
 }
 
 static void *post_from_thread(void *buf)
@@ -662,9 +666,6 @@ START_TEST(t_posts_held_for_one_write)
         qp_fill(src[i], 64, 100u + (unsigned)i);
         ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst[i], 64}), 0);
     }
-    /* A's thread polls until it holds the lease (1 s, longer than this
-     * test's steps take under a sanitizer); then B's message makes A's
-     * engine look at it and park. */
     lease_a_to_test_thread(in, sizeof in);
     qp_stall(&B); /* nothing is confirmed from now on */
 
@@ -768,6 +769,176 @@ START_TEST(t_confirmation_after_the_pass)
     ck_assert_int_eq(A.scq[2].status, EMU_WC_SUCCESS);
     for (int i = 0; i < 3; i++)
         ck_assert_int_eq(memcmp(dst[i], src[i], 64), 0);
+    qp_pair_down();
+}
+END_TEST
+
+static uint64_t probes_sent(struct qp_side *s)
+{
+    struct emu_qp_stats st;
+    emu_qp_get_stats(s->qp, &st);
+    return st.placement_probes;
+}
+
+/* InfiniBand semantics with suppressed completions (EMU_WR_QUIET): while
+ * the application polls (A's lease, its engine parked), a Send nobody
+ * waits for carries no placement probe. The next Send that is waited for
+ * brings one, which confirms every Send before it, in order; probes only
+ * quiet Sends wait for go at a pass QP_PROBE_DEFER_US later, or at once
+ * when the thread is about to sleep (emu_qp_sleep_fd); a graceful
+ * disconnect sends one at once. Without the lease (nobody polls) a quiet
+ * Send is probed as before. */
+START_TEST(t_quiet_sends_wait_for_a_wanted_probe)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true;
+    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    enum { N = 12 };
+    static uint8_t src[64], dst[N][64], in[64];
+    qp_fill(src, sizeof src, 5);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst[i], 64}), 0);
+
+    /* Nobody polls: a quiet Send gets its probe, and completes. */
+    uint64_t p0 = probes_sent(&A);
+    ck_assert_int_eq(qp_post_send(&A, 0, src, 64, EMU_WR_QUIET), 0);
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= 1));
+    ck_assert_uint_eq(probes_sent(&A), p0 + 1);
+
+    /* Polled: three quiet Sends leave without a probe and stay unconfirmed. */
+    lease_a_to_test_thread(in, sizeof in);
+    emu_qp_progress(A.qp); /* B's message */
+    uint64_t p1 = probes_sent(&A);
+    for (int i = 1; i <= 3; i++)
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src, 64, EMU_WR_QUIET), 0);
+    ck_assert_uint_eq(probes_sent(&A), p1);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 4));
+    ck_assert_uint_eq(probes_sent(&A), p1); /* no pass of A's since: still owed */
+    ck_assert_int_eq(qp_get_ns(&A), 1);
+
+    /* A wanted Send: one probe confirms all four, in post order. */
+    ck_assert_int_eq(qp_post_send(&A, 4, src, 64, 0), 0);
+    ck_assert_uint_eq(probes_sent(&A), p1 + 1);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 5));
+    for (int i = 0; i < 50 && qp_get_ns(&A) < 5; i++) {
+        usleep(2000);
+        emu_qp_progress(A.qp);
+    }
+    ck_assert_int_eq(qp_get_ns(&A), 5);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    }
+
+    /* Owed: a pass within QP_PROBE_DEFER_US leaves it, a later one sends it. */
+    emu_qp_poll_lease(A.qp, 1000000, emu_now_us());
+    uint64_t t0 = emu_now_us();
+    ck_assert_int_eq(qp_post_send(&A, 5, src, 64, EMU_WR_QUIET), 0);
+    emu_qp_progress(A.qp);
+    if (emu_now_us() - t0 < 150) /* not preempted past QP_PROBE_DEFER_US meanwhile */
+        ck_assert_uint_eq(probes_sent(&A), p1 + 1);
+    usleep(1000); /* > QP_PROBE_DEFER_US (200 us) */
+    emu_qp_poll_lease(A.qp, 1000000, emu_now_us());
+    emu_qp_progress(A.qp);
+    ck_assert_uint_eq(probes_sent(&A), p1 + 2);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 6));
+    for (int i = 0; i < 50 && qp_get_ns(&A) < 6; i++) {
+        usleep(2000);
+        emu_qp_progress(A.qp);
+    }
+    ck_assert_int_eq(qp_get_ns(&A), 6);
+
+    /* About to sleep: sent at once. */
+    ck_assert_int_eq(qp_post_send(&A, 6, src, 64, EMU_WR_QUIET), 0);
+    ck_assert_uint_eq(probes_sent(&A), p1 + 2);
+    ck_assert_int_ge(emu_qp_sleep_fd(A.qp, emu_now_us() + 1000000), 0);
+    ck_assert_uint_eq(probes_sent(&A), p1 + 3);
+    emu_qp_poll_lease(A.qp, 1000000, emu_now_us());
+
+    /* A graceful disconnect: probed at once, confirmed, nothing flushed. */
+    ck_assert_int_eq(qp_post_send(&A, 7, src, 64, EMU_WR_QUIET), 0);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 8));
+    ck_assert_int_eq(emu_qp_disconnect(A.qp, true), 0);
+    ck_assert_uint_eq(probes_sent(&A), p1 + 4);
+    for (int i = 0; i < 500 && qp_get_ns(&A) < 8; i++) {
+        usleep(2000);
+        emu_qp_progress(A.qp);
+    }
+    ck_assert_int_eq(qp_get_ns(&A), 8);
+    for (int i = 0; i < 8; i++) {
+        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+        ck_assert_int_eq(memcmp(dst[i], src, 64), 0);
+    }
+    qp_pair_down();
+}
+END_TEST
+
+/* An abrupt close right after quiet Sends whose probe was kept back for a
+ * later post (nothing came) sends that probe and waits for its answer
+ * (emu_qp_quiesce), as an HCA's acknowledgments of those messages would
+ * long have come: a program that closes right after the reply to its last
+ * suppressed Send (dtest) sees it succeed, not flushed. */
+START_TEST(t_abrupt_close_confirms_quiet_sends)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true;
+    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    static uint8_t src[64], dst[2][64], in[64];
+    qp_fill(src, sizeof src, 11);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst[i], 64}), 0);
+    lease_a_to_test_thread(in, sizeof in);
+    emu_qp_progress(A.qp); /* B's message */
+    uint64_t p1 = probes_sent(&A);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src, 64, EMU_WR_QUIET), 0);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 2));
+    ck_assert_uint_eq(probes_sent(&A), p1); /* owed */
+    ck_assert_int_eq(emu_qp_disconnect(A.qp, false), 0);
+    ck_assert_uint_eq(probes_sent(&A), p1 + 1);
+    ck_assert_int_eq(qp_get_ns(&A), 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+        ck_assert_int_eq(memcmp(dst[i], src, 64), 0);
+    }
+    qp_pair_down();
+}
+END_TEST
+
+/* Doorbell batching counts what is in flight: WRs whose confirmation a
+ * pass has just read (with the reply the next post answers) are not. So
+ * the reply that follows a burst of quiet Sends and one wanted one leaves
+ * at once, not at the thread's next pass. */
+START_TEST(t_post_after_confirming_reply_not_held)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true;
+    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    enum { N = 6 };
+    static uint8_t src[64], dst[N + 1][64], in[64];
+    qp_fill(src, sizeof src, 9);
+    for (int i = 0; i <= N; i++)
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst[i], 64}), 0);
+    lease_a_to_test_thread(in, sizeof in);
+    emu_qp_progress(A.qp); /* B's message */
+    for (int i = 0; i < N; i++) /* 5 quiet, the last wanted: one probe for all */
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src, 64, i < N - 1 ? EMU_WR_QUIET : 0), 0);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= N));
+    usleep(20000); /* B's engine answered the probe */
+    emu_qp_progress(A.qp); /* reads the answer: confirmation owed */
+    ck_assert_int_eq(qp_get_ns(&A), 0);
+    uint64_t w0 = tx_writes(&A), h0 = held_posts(&A);
+    ck_assert_int_eq(qp_post_send(&A, N, src, 64, 0), 0);
+    ck_assert_uint_eq(tx_writes(&A), w0 + 1);
+    ck_assert_uint_eq(held_posts(&A), h0);
+    ck_assert_int_eq(qp_get_ns(&A), N); /* confirmed once the post's bytes left */
+    for (int i = 0; i < N; i++) {
+        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    }
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= N + 1));
     qp_pair_down();
 }
 END_TEST
@@ -1777,6 +1948,9 @@ static Suite *suite(void)
     tcase_add_test(tc, t_tx_backlog_beyond_one_pass);
     tcase_add_test(tc, t_posts_held_for_one_write);
     tcase_add_test(tc, t_confirmation_after_the_pass);
+    tcase_add_test(tc, t_quiet_sends_wait_for_a_wanted_probe);
+    tcase_add_test(tc, t_post_after_confirming_reply_not_held);
+    tcase_add_test(tc, t_abrupt_close_confirms_quiet_sends);
     tcase_add_test(tc, t_waiting_sender_passes_poll_once);
     tcase_add_test(tc, t_read_responses_share_a_write);
     tcase_add_test(tc, t_write_bad_stag);

@@ -894,6 +894,70 @@ START_TEST(sleeping_waiter_leases_and_gives_back)
 }
 END_TEST
 
+/* A thread that polled its DTO EVD (and so holds its connection's lease,
+ * the engine parked behind it) and then waits on another EVD (the
+ * connection EVD, for a disconnect) gives the lease back before it sleeps:
+ * the engine reads again at once. Before, the engine stayed off the socket
+ * until the lease ran out (here 1 s; by default up to 4 ms after the last
+ * poll): a placement probe arriving meanwhile waited that long for its
+ * answer, and a peer that closed in between saw its delivered Send
+ * flushed (e2e/trace_dtest, dtest's last suppressed Send). */
+static void dequeue_empty(struct side *x, DAT_EVD_HANDLE evd, int times);
+
+struct lease_check {
+    struct side *s, *c;
+    DAT_EP_HANDLE sep;
+    struct emu_qp *qp;
+    uint64_t left_us;
+    bool completed;
+};
+
+static void *check_while_waiting(void *arg)
+{
+    struct lease_check *k = arg;
+    struct timespec d = {0, 20 * 1000000L};
+    nanosleep(&d, NULL); /* the main thread sleeps on c's connection EVD */
+    k->left_us = emu_qp_poll_lease_left_us(k->qp);
+    post_send(k->s, k->sep, 3);
+    for (int i = 0; i < 200 && atomic_load(&evq_of(k->c->dto)->count) == 0; i++) {
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+    }
+    k->completed = atomic_load(&evq_of(k->c->dto)->count) > 0;
+    return NULL;
+}
+
+START_TEST(poller_waiting_elsewhere_gives_back_its_lease)
+{
+    setenv("SOFTDAT_POLL_LEASE_US", "1000000", 1);
+    DAT_PROVIDER *p = fx_provider("t-prog-idle-lease", "lo", DAT_FALSE);
+    struct side s, c;
+    DAT_EP_HANDLE sep, cep;
+    open_connected(p, &s, &sep, &c, &cep);
+    struct emu_qp *qp = ((struct sd_ep *)cep)->qp;
+
+    /* Poll c's DTO EVD until its connection is leased to this thread. */
+    double t0 = now_s();
+    while (emu_qp_poll_lease_left_us(qp) < 500000 && now_s() - t0 < 5.0)
+        dequeue_empty(&c, c.dto, 1);
+    ck_assert_uint_ge(emu_qp_poll_lease_left_us(qp), 500000);
+
+    struct lease_check k = {&s, &c, sep, qp, UINT64_MAX, false};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, check_while_waiting, &k), 0);
+    DAT_EVENT ev;
+    DAT_COUNT n = 0;
+    ck_assert_int_eq(DAT_GET_TYPE(p->evd_wait_func(c.conn, 300000, 1, &ev, &n)), DAT_TIMEOUT_EXPIRED);
+    pthread_join(th, NULL);
+    ck_assert_uint_eq(k.left_us, 0);
+    ck_assert_msg(k.completed, "the engine did not complete the receive within 200 ms");
+    ev = wait_ev(&c, c.dto, DAT_DTO_COMPLETION_EVENT);
+    ck_assert_int_eq(ev.event_data.dto_completion_event_data.operation, DAT_DTO_RECEIVE);
+    ck_assert_int_eq(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+    close_connected(&c, cep, &s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ yield */
 
 static double now_s(void)
@@ -1014,6 +1078,7 @@ int main(void)
     tcase_add_test(tc, sleeping_waiter_leases_and_gives_back);
     tcase_add_test(tc, large_send_continues_from_polling_thread);
     tcase_add_test(tc, sleeping_waiter_woken_by_set_unwaitable);
+    tcase_add_test(tc, poller_waiting_elsewhere_gives_back_its_lease);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
