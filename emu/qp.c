@@ -471,9 +471,18 @@ uint64_t emu_qp_thread_rx_fpdus(void)
 /* Identifies the polling thread (struct qp_poll.thread). */
 static _Thread_local char tl_poll_self;
 
+static _Thread_local uint64_t tl_pass_now;
+
 void emu_qp_poll_pass_end(void)
 {
     tl_poll_idle_from = emu_now_us();
+    tl_pass_now = 0;
+}
+
+void emu_qp_poll_pass_end_idle(uint64_t started_us)
+{
+    tl_poll_idle_from = started_us;
+    tl_pass_now = 0;
 }
 
 /* A post's transmit is work in our own code, not time away from polling. */
@@ -508,6 +517,7 @@ void emu_qp_poll_lease(struct emu_qp *qp, uint32_t usec, uint64_t now)
 {
     if (!qp || atomic_load_explicit(&qp->poll.off, memory_order_relaxed))
         return;
+    tl_pass_now = now;
     uintptr_t me = (uintptr_t)&tl_poll_self;
     /* Read first: the same thread's every pass would otherwise pay a
      * locked exchange. */
@@ -622,6 +632,22 @@ bool qp_engine_parked(struct emu_qp *qp)
  * such bytes, or at once on a QP that has not posted for
  * QP_DEFER_RECENT_US; a probe only quiet WRs wait for (probe_may_wait,
  * qp_tx.c), now (force) or once it has waited QP_PROBE_DEFER_US. */
+/* The clock at the start of the calling thread's polling pass
+ * (tl_pass_now, set by emu_qp_poll_lease; 0 outside one): the deferral
+ * bounds below are ten microseconds or more, and a pass that finds nothing
+ * is a fraction of one, so a spinning thread reads the clock once a pass,
+ * not once a QP. */
+static uint64_t pass_clock(void)
+{
+    return tl_pass_now != 0 ? tl_pass_now : emu_now_us();
+}
+
+/* now - then, 0 if then is later (stamped after the pass began). */
+static uint64_t us_since(uint64_t now, uint64_t then)
+{
+    return now > then ? now - then : 0;
+}
+
 static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */
@@ -632,14 +658,14 @@ static void flush_deferred(struct emu_qp *qp, bool force)
         /* Only a QP that sends now and then (a ping-pong's replies) is
          * worth waiting for: a pure receiver's answers go at once, or the
          * peer's Writes complete QP_DEFER_US later. */
-        uint64_t now = emu_now_us();
-        if (now - atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed) < QP_DEFER_US &&
-            now - atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed) < QP_DEFER_RECENT_US)
+        uint64_t now = pass_clock();
+        if (us_since(now, atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed)) < QP_DEFER_US &&
+            us_since(now, atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed)) < QP_DEFER_RECENT_US)
             answers = false;
     }
     bool probe = atomic_load_explicit(&qp->tx.probe_owed, memory_order_acquire);
     if (probe && !force &&
-        emu_now_us() - atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed) < QP_PROBE_DEFER_US)
+        us_since(pass_clock(), atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed)) < QP_PROBE_DEFER_US)
         probe = false;
     if (!posts && !answers && !owed && !probe)
         return;

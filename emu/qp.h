@@ -265,6 +265,10 @@ uint64_t emu_qp_poll_lease_left_us(struct emu_qp *qp);
  * emu_qp_progress*): the time it spends until its next pass, outside its
  * own posts, is what tells whether it keeps polling. */
 void emu_qp_poll_pass_end(void);
+/* The same for a pass that read nothing (no frame, no completion): it took
+ * no time worth a clock read, so it ends at started_us, the now_us given
+ * to emu_qp_poll_lease. */
+void emu_qp_poll_pass_end_idle(uint64_t started_us);
 
 struct emu_qp_stats {
     uint32_t send_outstanding, recv_posted;

@@ -303,30 +303,38 @@ static int call_progress_polling(struct sd_evq *q)
 
 DAT_RETURN sd_evq_dequeue(struct sd_evq *q, DAT_EVENT *ev)
 {
-    /* Cheap on an empty queue: two relaxed loads, no lock (spinning
+    /* Cheap on an empty queue: relaxed loads, no lock (spinning
      * consumers, L3767). The answers are snapshots, as the spec allows. */
     if (!ev)
         return EVQ_ERR(DAT_INVALID_PARAMETER) | DAT_INVALID_ARG2;
     if (atomic_load_explicit(&q->waiter, memory_order_relaxed))
         return EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_WAITER;
-    if (cnt(q) == 0 && !atomic_load_explicit(&q->has_progress, memory_order_relaxed))
-        return SD_EVQ_EMPTY;
-
+    if (cnt(q) == 0) {
+        if (!atomic_load_explicit(&q->has_progress, memory_order_relaxed))
+            return SD_EVQ_EMPTY;
+        /* The hook runs unlocked in any case (it posts into this queue),
+         * and is set before the EVD is published: a poll that finds
+         * nothing takes no lock of the queue's. */
+        sd_evq_progress_fn fn = q->progress;
+        if (fn != NULL) {
+            tl_polling = true;
+            fn(q->progress_arg, q);
+            tl_polling = false;
+        }
+        if (atomic_load_explicit(&q->waiter, memory_order_relaxed))
+            return EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_WAITER; /* L3804-3807 */
+        if (cnt(q) == 0)
+            return SD_EVQ_EMPTY;
+    }
     pthread_mutex_lock(&q->mu);
     DAT_RETURN rc;
-    if (atomic_load_explicit(&q->waiter, memory_order_relaxed)) {
-        rc = EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_WAITER; /* L3804-3807 */
-    } else {
-        if (cnt(q) == 0)
-            call_progress_polling(q);
-        if (atomic_load_explicit(&q->waiter, memory_order_relaxed)) {
-            rc = EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_WAITER;
-        } else if (cnt(q) == 0) {
-            rc = SD_EVQ_EMPTY;
-        } else {
-            pop_locked(q, ev);
-            rc = DAT_SUCCESS;
-        }
+    if (atomic_load_explicit(&q->waiter, memory_order_relaxed))
+        rc = EVQ_ERR(DAT_INVALID_STATE) | DAT_INVALID_STATE_EVD_WAITER;
+    else if (cnt(q) == 0)
+        rc = SD_EVQ_EMPTY; /* another consumer took it */
+    else {
+        pop_locked(q, ev);
+        rc = DAT_SUCCESS;
     }
     pthread_mutex_unlock(&q->mu);
     return rc;

@@ -221,6 +221,7 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     if (polling)
         mark_leased(ps);
     uint64_t now = polling ? emu_now_us() : 0;
+    uint64_t fpdus0 = emu_qp_thread_rx_fpdus();
     struct emu_qp *qps[SD_PROG_BATCH];
     unsigned nq = 0;
     for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next) {
@@ -234,8 +235,10 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     }
     if (nq > 0)
         n += emu_qp_progress_many(qps, nq);
-    if (polling)
+    if (polling && (n > 0 || emu_qp_thread_rx_fpdus() != fpdus0))
         emu_qp_poll_pass_end();
+    else if (polling)
+        emu_qp_poll_pass_end_idle(now); /* spinning on nothing: one clock read a pass */
     bool empty = ps->head == NULL;
     pthread_mutex_unlock(&ps->mu);
     if (n > 0) {
