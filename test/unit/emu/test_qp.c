@@ -773,6 +773,15 @@ START_TEST(t_confirmation_after_the_pass)
 }
 END_TEST
 
+/* A's first n send completions: cookies 0..n-1 in order, all successful. */
+static void assert_sent_in_order(int n)
+{
+    for (int i = 0; i < n; i++) {
+        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
+        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    }
+}
+
 static uint64_t probes_sent(struct qp_side *s)
 {
     struct emu_qp_stats st;
@@ -825,10 +834,7 @@ START_TEST(t_quiet_sends_wait_for_a_wanted_probe)
         emu_qp_progress(A.qp);
     }
     ck_assert_int_eq(qp_get_ns(&A), 5);
-    for (int i = 0; i < 5; i++) {
-        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
-        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
-    }
+    assert_sent_in_order(5);
 
     /* Owed: a pass within QP_PROBE_DEFER_US leaves it, a later one sends it. */
     emu_qp_poll_lease(A.qp, 1000000, emu_now_us());
@@ -865,11 +871,9 @@ START_TEST(t_quiet_sends_wait_for_a_wanted_probe)
         emu_qp_progress(A.qp);
     }
     ck_assert_int_eq(qp_get_ns(&A), 8);
-    for (int i = 0; i < 8; i++) {
-        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
-        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    assert_sent_in_order(8);
+    for (int i = 0; i < 8; i++)
         ck_assert_int_eq(memcmp(dst[i], src, 64), 0);
-    }
     qp_pair_down();
 }
 END_TEST
@@ -898,11 +902,9 @@ START_TEST(t_abrupt_close_confirms_quiet_sends)
     ck_assert_int_eq(emu_qp_disconnect(A.qp, false), 0);
     ck_assert_uint_eq(probes_sent(&A), p1 + 1);
     ck_assert_int_eq(qp_get_ns(&A), 2);
-    for (int i = 0; i < 2; i++) {
-        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
-        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
+    assert_sent_in_order(2);
+    for (int i = 0; i < 2; i++)
         ck_assert_int_eq(memcmp(dst[i], src, 64), 0);
-    }
     qp_pair_down();
 }
 END_TEST
@@ -934,10 +936,7 @@ START_TEST(t_post_after_confirming_reply_not_held)
     ck_assert_uint_eq(tx_writes(&A), w0 + 1);
     ck_assert_uint_eq(held_posts(&A), h0);
     ck_assert_int_eq(qp_get_ns(&A), N); /* confirmed once the post's bytes left */
-    for (int i = 0; i < N; i++) {
-        ck_assert_uint_eq(A.scq[i].cookie, (uint64_t)i);
-        ck_assert_int_eq(A.scq[i].status, EMU_WC_SUCCESS);
-    }
+    assert_sent_in_order(N);
     ck_assert(QP_WAIT_FOR(&B, B.nr >= N + 1));
     qp_pair_down();
 }

@@ -742,6 +742,17 @@ END_TEST
 
 /* ------------------------------------------------------------ sleeping waiter */
 
+/* Until evd holds an event (no DAT call: its queue's count), at most ms
+ * milliseconds. */
+static bool wait_queued(DAT_EVD_HANDLE evd, int ms)
+{
+    for (int i = 0; i < ms && atomic_load(&evq_of(evd)->count) == 0; i++) {
+        struct timespec d = {0, 1000000L};
+        nanosleep(&d, NULL);
+    }
+    return atomic_load(&evq_of(evd)->count) > 0;
+}
+
 static uint64_t waiter_sleeps(void)
 {
     struct sd_progress_stats st;
@@ -885,11 +896,7 @@ START_TEST(sleeping_waiter_leases_and_gives_back)
 
     /* No DAT call on c from here: its engine completes the next Send. */
     post_send(&s, sep, 2);
-    for (int i = 0; i < 5000 && atomic_load(&evq_of(c.dto)->count) == 0; i++) {
-        struct timespec d = {0, 1000000L};
-        nanosleep(&d, NULL);
-    }
-    ck_assert_int_ge(atomic_load(&evq_of(c.dto)->count), 1);
+    ck_assert(wait_queued(c.dto, 5000));
     close_connected(&c, cep, &s);
 }
 END_TEST
@@ -919,11 +926,7 @@ static void *check_while_waiting(void *arg)
     nanosleep(&d, NULL); /* the main thread sleeps on c's connection EVD */
     k->left_us = emu_qp_poll_lease_left_us(k->qp);
     post_send(k->s, k->sep, 3);
-    for (int i = 0; i < 200 && atomic_load(&evq_of(k->c->dto)->count) == 0; i++) {
-        struct timespec ms = {0, 1000000L};
-        nanosleep(&ms, NULL);
-    }
-    k->completed = atomic_load(&evq_of(k->c->dto)->count) > 0;
+    k->completed = wait_queued(k->c->dto, 200);
     return NULL;
 }
 
