@@ -626,12 +626,6 @@ bool qp_engine_parked(struct emu_qp *qp)
            atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed) > emu_now_us();
 }
 
-/* Send what waits for this QP's next transmit pass: posts held for a
- * batch (emu_qp_post_send), at once; probe answers kept for the next bytes
- * this QP sends, now (force), or once they have waited QP_DEFER_US for
- * such bytes, or at once on a QP that has not posted for
- * QP_DEFER_RECENT_US; a probe only quiet WRs wait for (probe_may_wait,
- * qp_tx.c), now (force) or once it has waited QP_PROBE_DEFER_US. */
 /* The clock at the start of the calling thread's polling pass
  * (tl_pass_now, set by emu_qp_poll_lease; 0 outside one): the deferral
  * bounds below are ten microseconds or more, and a pass that finds nothing
@@ -648,6 +642,12 @@ static uint64_t us_since(uint64_t now, uint64_t then)
     return now > then ? now - then : 0;
 }
 
+/* Send what waits for this QP's next transmit pass: posts held for a
+ * batch (emu_qp_post_send), at once; probe answers kept for the next bytes
+ * this QP sends, now (force), or once they have waited QP_DEFER_US for
+ * such bytes, or at once on a QP that has not posted for
+ * QP_DEFER_RECENT_US; a probe only quiet WRs wait for (probe_may_wait,
+ * qp_tx.c), now (force) or once it has waited QP_PROBE_DEFER_US. */
 static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */

@@ -49,6 +49,8 @@ static unsigned g_lease_us = SD_POLL_LEASE_US_DEFAULT;
 /* Sleeping on the sockets: this many at most (one poll(2) over them). */
 #define SD_SLEEP_MAX_QPS 8
 
+static void thread_idle_hook(void *progress_arg);
+
 static void read_env(void)
 {
     const char *l = getenv("SOFTDAT_POLL_LEASE_US");
@@ -71,6 +73,9 @@ static void read_env(void)
         else
             g_poll_us = (unsigned)v;
     }
+    /* Threads hold leases only with consumer progress on and a lease. */
+    if (!g_off && g_lease_us > 0)
+        sd_evq_set_idle_hook(thread_idle_hook);
 }
 
 unsigned sd_progress_poll_us(void)
@@ -93,17 +98,17 @@ static bool progress_off(void)
 static pthread_mutex_t g_leased_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sd_progress_set *g_leased_head;
 
+/* (ps->mu held, ps->leased just flipped) The list follows ps->leased. */
 static void list_leased(struct sd_progress_set *ps, bool on)
 {
     pthread_mutex_lock(&g_leased_mu);
-    if (on && !ps->listed) {
+    if (on) {
         ps->lprev = NULL;
         ps->lnext = g_leased_head;
         if (g_leased_head != NULL)
             g_leased_head->lprev = ps;
         g_leased_head = ps;
-        ps->listed = true;
-    } else if (!on && ps->listed) {
+    } else {
         if (ps->lprev != NULL)
             ps->lprev->lnext = ps->lnext;
         else
@@ -111,7 +116,6 @@ static void list_leased(struct sd_progress_set *ps, bool on)
         if (ps->lnext != NULL)
             ps->lnext->lprev = ps->lprev;
         ps->lprev = ps->lnext = NULL;
-        ps->listed = false;
     }
     pthread_mutex_unlock(&g_leased_mu);
 }
@@ -149,7 +153,6 @@ void sd_progress_set_init(struct sd_progress_set *ps)
     ps->head = NULL;
     ps->leased = false;
     ps->lprev = ps->lnext = NULL;
-    ps->listed = false;
     atomic_init(&ps->n, 0);
 }
 
@@ -158,7 +161,8 @@ void sd_progress_set_fini(struct sd_progress_set *ps)
     /* Entries hold EVD references: none can be left at release. */
     if (ps->head != NULL)
         SD_ERR("progress", "set %p released with registrations", (void *)ps);
-    list_leased(ps, false);
+    if (ps->leased) /* nobody passes any more: no lock needed for the flag */
+        list_leased(ps, false);
     pthread_mutex_destroy(&ps->mu);
 }
 
@@ -167,8 +171,6 @@ void sd_progress_evd_init(struct sd_evd *evd)
     sd_progress_set_init(&evd->ps);
     if (progress_off())
         return; /* no hook: nothing registers, the engine does everything */
-    if (g_lease_us > 0)
-        sd_evq_set_idle_hook(thread_idle_hook);
     sd_evq_set_progress(&evd->q, sd_progress_evd_pass, evd, sd_progress_poll_us());
     if (g_lease_us > 0)
         sd_evq_set_sleep(&evd->q, sd_progress_evd_sleep, sd_progress_evd_sleep_done,

@@ -45,7 +45,6 @@ struct sd_progress_set {
      * that a thread about to sleep elsewhere finds the leases it holds
      * here (sd_progress_thread_idle). */
     struct sd_progress_set *lprev, *lnext;
-    bool listed;
 };
 
 /* Default spin window of dat_evd_wait, µs (docs/perf.md "Latency design");
