@@ -620,20 +620,34 @@ static bool leased_to_consumer(struct emu_qp *qp, struct emu_conn *c)
     return true;
 }
 
+/* The clock at the start of the calling thread's polling pass or post
+ * (tl_pass_now, set by emu_qp_poll_lease and emu_qp_post_send; 0 outside
+ * them): the deferral bounds and leases it is compared with are ten
+ * microseconds or more, and a pass that finds nothing or a post up to its
+ * sendmsg is a fraction of one, so a spinning thread reads the clock once
+ * a pass, not once a QP, and a post once (it was three times, 0.1 µs of
+ * each message's latency). */
+uint64_t qp_clock(void)
+{
+    return tl_pass_now != 0 ? tl_pass_now : emu_now_us();
+}
+
+/* tl_pass_now is a post's: only until its first write (a large one takes
+ * far longer than the bounds above). */
+static _Thread_local bool tl_post_clock;
+
+void qp_clock_wrote(void)
+{
+    if (tl_post_clock) {
+        tl_post_clock = false;
+        tl_pass_now = 0;
+    }
+}
+
 bool qp_engine_parked(struct emu_qp *qp)
 {
     return atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed) &&
-           atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed) > emu_now_us();
-}
-
-/* The clock at the start of the calling thread's polling pass
- * (tl_pass_now, set by emu_qp_poll_lease; 0 outside one): the deferral
- * bounds below are ten microseconds or more, and a pass that finds nothing
- * is a fraction of one, so a spinning thread reads the clock once a pass,
- * not once a QP. */
-static uint64_t pass_clock(void)
-{
-    return tl_pass_now != 0 ? tl_pass_now : emu_now_us();
+           atomic_load_explicit(&qp->poll.until_us, memory_order_relaxed) > qp_clock();
 }
 
 /* now - then, 0 if then is later (stamped after the pass began). */
@@ -658,14 +672,14 @@ static void flush_deferred(struct emu_qp *qp, bool force)
         /* Only a QP that sends now and then (a ping-pong's replies) is
          * worth waiting for: a pure receiver's answers go at once, or the
          * peer's Writes complete QP_DEFER_US later. */
-        uint64_t now = pass_clock();
+        uint64_t now = qp_clock();
         if (us_since(now, atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed)) < QP_DEFER_US &&
             us_since(now, atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed)) < QP_DEFER_RECENT_US)
             answers = false;
     }
     bool probe = atomic_load_explicit(&qp->tx.probe_owed, memory_order_acquire);
     if (probe && !force &&
-        us_since(pass_clock(), atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed)) < QP_PROBE_DEFER_US)
+        us_since(qp_clock(), atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed)) < QP_PROBE_DEFER_US)
         probe = false;
     if (!posts && !answers && !owed && !probe)
         return;
@@ -1121,7 +1135,12 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
         pthread_mutex_unlock(&qp->tx.lock);
         return -ENOSPC;
     }
-    atomic_store_explicit(&qp->poll.last_post_us, emu_now_us(), memory_order_relaxed);
+    uint64_t now = emu_now_us();
+    atomic_store_explicit(&qp->poll.last_post_us, now, memory_order_relaxed);
+    if (tl_pass_now == 0) {
+        tl_pass_now = now;
+        tl_post_clock = true;
+    }
     struct sq_wqe *w = sq_at(qp, qp->tx.sq_tail);
     struct emu_sge *sge = w->sge;
     memset(w, 0, sizeof *w);
@@ -1156,6 +1175,7 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
         qp->tx.held_posts++;
         atomic_store_explicit(&qp->poll.posts_held, true, memory_order_relaxed);
     }
+    qp_clock_wrote();
     pthread_mutex_unlock(&qp->tx.lock);
     if (pumped)
         poll_note_busy();

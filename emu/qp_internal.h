@@ -385,6 +385,11 @@ void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t);
 
 /* A consumer's lease keeps the engine off this QP's socket now (qp.c). */
 bool qp_engine_parked(struct emu_qp *qp);
+/* emu_now_us(), or the time the calling thread's polling pass or post
+ * began (qp.c). */
+uint64_t qp_clock(void);
+/* A post's clock is stale once it wrote to the socket (qp_tx_pump). */
+void qp_clock_wrote(void);
 
 /* qp_rx.c (rx.lock held). qp_rx_run: EMU_RX_OK, EMU_RX_EOF, QP_RX_STALL
  * or a negative errno (a protocol failure, after qp_rx_fail: rx.dead is

@@ -502,7 +502,7 @@ static int rreq_finish(struct emu_qp *qp)
      * it reads.) */
     if (r->size == 0 && qp_engine_parked(qp)) {
         if (!atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
-            atomic_store_explicit(&qp->irq.deferred_us, emu_now_us(), memory_order_relaxed);
+            atomic_store_explicit(&qp->irq.deferred_us, qp_clock(), memory_order_relaxed);
         atomic_store_explicit(&qp->irq.deferred, true, memory_order_relaxed);
     } else
         tx_kick(qp);

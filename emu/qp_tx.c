@@ -364,7 +364,7 @@ static bool probe_may_wait(struct emu_qp *qp, int32_t uncovered)
         (uint32_t)uncovered * 2 >= qp->tx.sq_cap || !qp_engine_parked(qp))
         return false;
     if (!atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed)) {
-        atomic_store_explicit(&qp->tx.probe_owed_us, emu_now_us(), memory_order_relaxed);
+        atomic_store_explicit(&qp->tx.probe_owed_us, qp_clock(), memory_order_relaxed);
         atomic_store_explicit(&qp->tx.probe_owed, true, memory_order_release);
     }
     return true;
@@ -578,6 +578,7 @@ void qp_tx_pump(struct emu_qp *qp)
                 break;
         }
         ssize_t n = emu_conn_writev(cn, b->iov + b->iov_pos, (int)(b->niov - b->iov_pos));
+        qp_clock_wrote();
         if (n == -EAGAIN || n == 0) {
             qp_set_want_tx(qp, true);
             emu_conn_want_tx(cn, true);

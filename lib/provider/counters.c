@@ -316,6 +316,7 @@ void sd_cnt_conn_event(struct sd_ep *ep, int type, uint32_t retries)
 
 struct cnt_view {
     struct sd_handle *h;
+    struct sd_evd *evd; /* EVD counters: the derived dequeue group */
     _Atomic uint64_t *v;
     const char *const *names;
     int n;
@@ -329,6 +330,7 @@ static DAT_RETURN view_of(DAT_HANDLE raw, struct cnt_view *out)
     if (rc != DAT_SUCCESS)
         return rc;
     out->h = h;
+    out->evd = NULL;
     switch (h->type) {
     case DAT_HANDLE_TYPE_IA:
         out->v = ((struct sd_ia *)h)->cnt.v;
@@ -343,7 +345,8 @@ static DAT_RETURN view_of(DAT_HANDLE raw, struct cnt_view *out)
         out->what = "EP";
         return DAT_SUCCESS;
     case DAT_HANDLE_TYPE_EVD:
-        out->v = ((struct sd_evd *)h)->cnt.v;
+        out->evd = (struct sd_evd *)h;
+        out->v = out->evd->cnt.v;
         out->names = evd_names;
         out->n = DCNT_EVD_ALL_COUNTERS;
         out->what = "EVD";
@@ -355,8 +358,32 @@ static DAT_RETURN view_of(DAT_HANDLE raw, struct cnt_view *out)
     }
 }
 
-static uint64_t read_one(_Atomic uint64_t *v, int reset)
+/* A dequeue counter as counters.h derives it, since the last reset. */
+static uint64_t read_dequeue(struct sd_evd *evd, int c, int reset)
 {
+    struct sd_cnt_evd *k = &evd->cnt;
+    uint64_t found = atomic_load_explicit(&k->v[DCNT_EVD_DEQUEUE_FOUND], memory_order_relaxed);
+    uint64_t none = atomic_load_explicit(&k->v[DCNT_EVD_DEQUEUE_NOT_FOUND], memory_order_relaxed);
+    uint64_t total;
+    switch (c) {
+    case DCNT_EVD_DEQUEUE: total = found + none; break;
+    case DCNT_EVD_DEQUEUE_FOUND: total = found; break;
+    case DCNT_EVD_DEQUEUE_NOT_FOUND: total = none; break;
+    case DCNT_EVD_DEQUEUE_POLL: total = evd->ps_inited ? found + none : 0; break;
+    default: total = evd->ps_inited ? found : 0; break;
+    }
+    _Atomic uint64_t *base = &k->dq_base[c - SD_CNT_EVD_DQ_FIRST];
+    uint64_t v = total - atomic_load_explicit(base, memory_order_relaxed);
+    if (reset)
+        atomic_store_explicit(base, total, memory_order_relaxed);
+    return v;
+}
+
+static uint64_t read_one(const struct cnt_view *w, int c, int reset)
+{
+    if (w->evd != NULL && c >= SD_CNT_EVD_DQ_FIRST && c < SD_CNT_EVD_DQ_FIRST + SD_CNT_EVD_DQ_N)
+        return read_dequeue(w->evd, c, reset);
+    _Atomic uint64_t *v = &w->v[c];
     return reset ? atomic_exchange_explicit(v, 0, memory_order_relaxed)
                  : atomic_load_explicit(v, memory_order_relaxed);
 }
@@ -375,9 +402,9 @@ DAT_RETURN sd_cnt_query(DAT_HANDLE raw, int cntr, DAT_UINT64 *out, int reset)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
     else if (cntr == w.n)
         for (int i = 0; i < w.n; i++)
-            out[i] = read_one(&w.v[i], reset);
+            out[i] = read_one(&w, i, reset);
     else
-        *out = read_one(&w.v[cntr], reset);
+        *out = read_one(&w, cntr, reset);
     sd_handle_put(w.h);
     return rc;
 }
@@ -397,7 +424,7 @@ DAT_RETURN sd_cnt_print(DAT_HANDLE raw, int cntr, int reset)
         flockfile(stdout);
         printf("softdat %s %p counters:\n", w.what, (void *)w.h);
         for (int i = cntr == w.n ? 0 : cntr; i < (cntr == w.n ? w.n : cntr + 1); i++) {
-            uint64_t x = read_one(&w.v[i], reset);
+            uint64_t x = read_one(&w, i, reset);
             if (x != 0 || cntr != w.n)
                 printf("  %-32s %" PRIu64 "\n", w.names[i], x);
         }

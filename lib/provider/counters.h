@@ -27,9 +27,21 @@ struct sd_cnt_ia {
 struct sd_cnt_ep {
     _Atomic uint64_t v[DCNT_EP_ALL_COUNTERS];
 };
+/* The dequeue group is derived (sd_cnt_query): a dequeue counts only
+ * FOUND or NOT_FOUND, one locked add instead of four on every call of a
+ * polling loop; DEQUEUE is their sum, the POLL pair equals it on a DTO
+ * EVD (whose dequeue always polls its connections) and is 0 elsewhere.
+ * Those two are never zeroed: a reset moves dq_base, what the derived
+ * values are counted from. */
+#define SD_CNT_EVD_DQ_FIRST DCNT_EVD_DEQUEUE
+#define SD_CNT_EVD_DQ_N (DCNT_EVD_DEQUEUE_POLL_FOUND - DCNT_EVD_DEQUEUE + 1)
 struct sd_cnt_evd {
     _Atomic uint64_t v[DCNT_EVD_ALL_COUNTERS];
+    _Atomic uint64_t dq_base[SD_CNT_EVD_DQ_N];
 };
+_Static_assert(DCNT_EVD_DEQUEUE_FOUND == DCNT_EVD_DEQUEUE + 1 && DCNT_EVD_DEQUEUE_NOT_FOUND == DCNT_EVD_DEQUEUE + 2 &&
+                   DCNT_EVD_DEQUEUE_POLL == DCNT_EVD_DEQUEUE + 3,
+               "the dequeue counters are one group");
 
 static inline void sd_cnt_add(_Atomic uint64_t *v, uint64_t n)
 {

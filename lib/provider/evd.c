@@ -506,14 +506,8 @@ static DAT_RETURN sd_evd_dequeue(DAT_EVD_HANDLE evd_handle, DAT_EVENT *event)
                                   : sd_evq_dequeue(&evd->q, event);
     if (event != NULL) {
         bool found = rc == DAT_SUCCESS;
-        SD_CNT_EVD(evd, DCNT_EVD_DEQUEUE);
+        /* The rest of the group is derived from these (counters.h). */
         SD_CNT_EVD(evd, found ? DCNT_EVD_DEQUEUE_FOUND : DCNT_EVD_DEQUEUE_NOT_FOUND);
-        /* A DTO EVD's dequeue polls its QPs for receive progress. */
-        if (evd->ps_inited) {
-            SD_CNT_EVD(evd, DCNT_EVD_DEQUEUE_POLL);
-            if (found)
-                SD_CNT_EVD(evd, DCNT_EVD_DEQUEUE_POLL_FOUND);
-        }
         yield_if_spinning(!evd->ps_inited, found);
     }
     sd_handle_put(&evd->h);

@@ -142,6 +142,10 @@ static bool set_insert(uintptr_t p)
     return ok;
 }
 
+/* Counts handles that left the live set: a thread's cached look-up
+ * (lookup_cached) holds only while it is unchanged. */
+static _Atomic uint64_t g_unpublished;
+
 /* Removal and the magic flip happen under the shard lock, so a concurrent
  * sd_handle_get either found the handle live (and holds a reference) or
  * does not find it at all. */
@@ -151,8 +155,10 @@ static bool set_remove_and_kill(struct sd_handle *h)
     struct shard *s = shard_of(p);
     pthread_rwlock_wrlock(&s->lock);
     bool ok = shard_remove(s, p);
-    if (ok)
+    if (ok) {
+        atomic_fetch_add(&g_unpublished, 1); /* before the creation reference can go */
         atomic_store_explicit(&h->magic, SD_HANDLE_MAGIC_DEAD, memory_order_release);
+    }
     pthread_rwlock_unlock(&s->lock);
     return ok;
 }
@@ -354,6 +360,58 @@ void sd_handle_put(struct sd_handle *h)
         final_release(h);
 }
 
+/* A thread's last few validated handles. Every DAT call looks its handle
+ * up, a polling loop millions of times a second (the EVD on each
+ * dat_evd_dequeue, the EP on each post): the shard's read lock and the
+ * hash probe were a third of an empty dequeue. An entry holds while no
+ * handle has left the live set since it was filled (g_unpublished): the
+ * handle was live then, so it is still. */
+#define HCACHE_WAYS 4
+struct hcache_ent {
+    uintptr_t p;
+    uint32_t type;
+    uint64_t epoch;
+};
+static _Thread_local struct hcache_ent tl_hcache[HCACHE_WAYS];
+static _Thread_local unsigned tl_hcache_next;
+
+/* The reference for a cached handle, or NULL (look it up under the lock).
+ * The count is raised only from non-zero: an object whose last reference
+ * went meanwhile is not revived. The second look at the epoch orders the
+ * look-up before any unpublish that follows it (sequentially consistent
+ * operations: an unpublish not seen by that load comes after the raise,
+ * so the creation reference was still held and the object still live). */
+static struct sd_handle *lookup_cached(uintptr_t p, uint32_t type)
+{
+    uint64_t epoch = atomic_load(&g_unpublished);
+    for (unsigned i = 0; i < HCACHE_WAYS; i++) {
+        const struct hcache_ent *e = &tl_hcache[i];
+        if (e->p != p || e->epoch != epoch || (type != SD_HTYPE_ANY && e->type != type))
+            continue;
+        struct sd_handle *h = (struct sd_handle *)p;
+        unsigned r = atomic_load_explicit(&h->refs, memory_order_relaxed);
+        do {
+            if (r == 0)
+                return NULL;
+        } while (!atomic_compare_exchange_weak(&h->refs, &r, r + 1));
+        if (atomic_load(&g_unpublished) == epoch)
+            return h;
+        sd_handle_put(h); /* something left the live set meanwhile: look it up */
+        return NULL;
+    }
+    return NULL;
+}
+
+/* (after a locked look-up found h live) Remember it, stamped with an epoch
+ * read before that look-up began. */
+static void hcache_fill(uintptr_t p, uint32_t type, uint64_t epoch)
+{
+    unsigned i = tl_hcache_next++ % HCACHE_WAYS;
+    tl_hcache[i].p = p;
+    tl_hcache[i].type = type;
+    tl_hcache[i].epoch = epoch;
+}
+
 DAT_RETURN sd_handle_get(DAT_HANDLE raw, uint32_t type, uint32_t bad_subtype, struct sd_handle **out)
 {
     DAT_RETURN bad = SD_RET(DAT_INVALID_HANDLE, bad_subtype);
@@ -361,6 +419,13 @@ DAT_RETURN sd_handle_get(DAT_HANDLE raw, uint32_t type, uint32_t bad_subtype, st
     *out = NULL;
     if (p == 0)
         return bad;
+    if (p >= SD_SMALL_HANDLE_LIMIT) {
+        struct sd_handle *h = lookup_cached(p, type);
+        if (h != NULL) {
+            *out = h;
+            return DAT_SUCCESS;
+        }
+    }
     if (p < SD_SMALL_HANDLE_LIMIT) {
         /* A consumer IA handle that reached us without the registry's
          * mapping (dats_get_ia_handle is bidirectional). */
@@ -377,16 +442,21 @@ DAT_RETURN sd_handle_get(DAT_HANDLE raw, uint32_t type, uint32_t bad_subtype, st
         return bad;
     struct shard *s = shard_of(p);
     DAT_RETURN rc = bad;
+    uint32_t found_type = 0;
+    uint64_t epoch = atomic_load(&g_unpublished);
     pthread_rwlock_rdlock(&s->lock);
     if (shard_find(s, p)) {
         struct sd_handle *h = (struct sd_handle *)p;
         if (h->magic == SD_HANDLE_MAGIC_LIVE && (type == SD_HTYPE_ANY || h->type == type)) {
             atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
+            found_type = h->type;
             *out = h;
             rc = DAT_SUCCESS;
         }
     }
     pthread_rwlock_unlock(&s->lock);
+    if (rc == DAT_SUCCESS)
+        hcache_fill(p, found_type, epoch);
     return rc;
 }
 

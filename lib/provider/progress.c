@@ -32,7 +32,7 @@ struct sd_prog_ent {
  * at most one per EVD, the receive and the request EVD): adding and
  * removing cost the same with 10,000 connections as with one. */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static atomic_uint_fast64_t g_completions, g_busy_passes, g_registered, g_sleeps;
+static atomic_uint_fast64_t g_completions, g_registered, g_sleeps;
 
 /* ------------------------------------------------------------ config */
 
@@ -243,10 +243,8 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
         emu_qp_poll_pass_end_idle(now); /* spinning on nothing: one clock read a pass */
     bool empty = ps->head == NULL;
     pthread_mutex_unlock(&ps->mu);
-    if (n > 0) {
+    if (n > 0)
         atomic_fetch_add_explicit(&g_completions, (uint64_t)n, memory_order_relaxed);
-        atomic_fetch_add_explicit(&g_busy_passes, 1, memory_order_relaxed);
-    }
     return empty ? -1 : n;
 }
 
@@ -402,7 +400,6 @@ void sd_progress_remove(struct sd_ep *ep)
 void sd_progress_get_stats(struct sd_progress_stats *out)
 {
     out->completions = atomic_load(&g_completions);
-    out->busy_passes = atomic_load(&g_busy_passes);
     out->registered = atomic_load(&g_registered);
     out->sleeps = atomic_load(&g_sleeps);
 }

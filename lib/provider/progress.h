@@ -101,7 +101,6 @@ unsigned sd_progress_poll_us(void);
 /* Process-wide counters, for tests and diagnostics. */
 struct sd_progress_stats {
     uint64_t completions; /* completions produced by consumer passes */
-    uint64_t busy_passes; /* passes that found completions to make */
     uint64_t registered;  /* (QP, EVD) registrations currently held */
     uint64_t sleeps;      /* waiters' sleeps in poll(2) on their sockets */
 };

@@ -74,6 +74,27 @@ START_TEST(counters_count_real_operations)
     ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE), 1);
     ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE_NOT_FOUND), 1);
     ck_assert_uint_eq(cnt(p, c->conn, DCNT_EVD_CONN_CALLBACK), 1);
+    /* The dequeue group is derived from FOUND and NOT_FOUND (counters.h):
+     * a DTO EVD's dequeues are its polling ones, a connection EVD has
+     * none; a reset zeroes the whole group, and counting goes on. */
+    ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE_POLL), 1);
+    ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE_POLL_FOUND), 0);
+    ck_assert_int_eq(DAT_GET_TYPE(p->evd_dequeue_func(c->conn, &ev)), DAT_QUEUE_EMPTY);
+    ck_assert_uint_eq(cnt(p, c->conn, DCNT_EVD_DEQUEUE), 1);
+    ck_assert_uint_eq(cnt(p, c->conn, DCNT_EVD_DEQUEUE_POLL), 0);
+    DAT_UINT64 evd_all[DCNT_EVD_ALL_COUNTERS];
+    ck_assert_dat_ok(ext(p, c->req, DAT_IB_QUERY_COUNTERS_OP, DCNT_EVD_ALL_COUNTERS, evd_all, 1));
+    ck_assert_uint_eq(evd_all[DCNT_EVD_DEQUEUE], 1);
+    ck_assert_uint_eq(evd_all[DCNT_EVD_DEQUEUE_POLL], 1);
+    ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE), 0);
+    ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE_NOT_FOUND), 0);
+    ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE_POLL), 0);
+    ck_assert_int_eq(DAT_GET_TYPE(p->evd_dequeue_func(c->req, &ev)), DAT_QUEUE_EMPTY);
+    ck_assert_int_eq(DAT_GET_TYPE(p->evd_dequeue_func(c->req, &ev)), DAT_QUEUE_EMPTY);
+    ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE), 2);
+    ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE_POLL), 2);
+    ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE_NOT_FOUND), 2);
+    ck_assert_uint_eq(cnt(p, c->req, DCNT_EVD_DEQUEUE_FOUND), 0);
 
     /* All at once, then reset. */
     DAT_UINT64 all[DCNT_EP_ALL_COUNTERS];

@@ -298,6 +298,58 @@ START_TEST(reference_outlives_destroy)
 }
 END_TEST
 
+/* sd_handle_get remembers each thread's last handles (handle.c,
+ * lookup_cached). A remembered handle must answer exactly as the locked
+ * look-up: the wrong type is refused, and a handle freed by any thread is
+ * stale at once, whatever else was freed meanwhile. */
+static void *free_pz(void *arg)
+{
+    void **a = arg;
+    DAT_PROVIDER *p = a[0];
+    return (void *)(uintptr_t)p->pz_free_func(a[1]);
+}
+
+START_TEST(cached_lookup_sees_every_free)
+{
+    DAT_PROVIDER *p = fx_provider("t-cache", "lo", DAT_FALSE);
+    DAT_IA_HANDLE ia = fx_open(p, NULL);
+    DAT_PZ_HANDLE a, b;
+    DAT_PZ_PARAM pp;
+    ck_assert_dat_ok(p->pz_create_func(ia, &a));
+    ck_assert_dat_ok(p->pz_create_func(ia, &b));
+    for (int i = 0; i < 3; i++) /* the first look-up remembers, the others hit */
+        ck_assert_dat_ok(p->pz_query_func(a, DAT_PZ_FIELD_ALL, &pp));
+    ck_assert_dat_err(p->ep_free_func(a), DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
+    ck_assert_dat_err(p->evd_free_func(a), DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+
+    /* References taken through the cache count like any other. */
+    struct sd_handle *h1, *h2;
+    ck_assert_dat_ok(sd_handle_get(a, DAT_HANDLE_TYPE_PZ, DAT_INVALID_HANDLE_PZ, &h1));
+    ck_assert_dat_ok(sd_handle_get(a, SD_HTYPE_ANY, DAT_INVALID_HANDLE_PZ, &h2));
+    ck_assert_uint_eq(atomic_load(&h1->refs), 3);
+    sd_handle_put(h1);
+    sd_handle_put(h2);
+
+    /* Another handle's free: a still answers. */
+    ck_assert_dat_ok(p->pz_free_func(b));
+    ck_assert_dat_ok(p->pz_query_func(a, DAT_PZ_FIELD_ALL, &pp));
+    ck_assert_dat_err(p->pz_query_func(b, DAT_PZ_FIELD_ALL, &pp), DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+
+    /* Freed by another thread while remembered here: stale at once. */
+    ck_assert_dat_ok(p->pz_query_func(a, DAT_PZ_FIELD_ALL, &pp));
+    void *arg[2] = {p, a};
+    pthread_t t;
+    void *res;
+    pthread_create(&t, NULL, free_pz, arg);
+    pthread_join(t, &res);
+    ck_assert_int_eq((DAT_RETURN)(uintptr_t)res, DAT_SUCCESS);
+    ck_assert_dat_err(p->pz_query_func(a, DAT_PZ_FIELD_ALL, &pp), DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    ck_assert_dat_err(p->pz_free_func(a), DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ);
+    ck_assert_dat_ok(p->ia_close_func(ia, DAT_CLOSE_GRACEFUL_FLAG));
+    ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("provider-handle");
@@ -311,6 +363,7 @@ int main(void)
     tcase_add_test(tc, pz_limit_enforced_and_set_survives_churn);
     tcase_add_test(tc, concurrent_validate_and_free);
     tcase_add_test(tc, reference_outlives_destroy);
+    tcase_add_test(tc, cached_lookup_sees_every_free);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
