@@ -167,6 +167,15 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
     struct sd_dto_slot s;
     /* An SRQ EP's receives come from the SRQ's slots (srq.c). */
     struct sd_srq *srq = recv ? ep->srq : NULL;
+    bool ok = cqe->status == EMU_WC_SUCCESS;
+    DAT_COMPLETION_FLAGS ep_flags = recv ? ep->attr.recv_completion_flags : ep->attr.request_completion_flags;
+    enum sd_dto_notify n;
+    /* The ring's slot is released before the event becomes visible: a
+     * consumer that reaps it may post again at once and must find the
+     * slot free. A suppressed success keeps its slot (L8452); anything
+     * that produced (or, dropped, would have produced) an event releases
+     * it, together with the suppressed slots held before it. The slot's
+     * data is in s. */
     if (srq != NULL) {
         memset(&s, 0, sizeof s);
         s.kind = SD_DTO_RECV;
@@ -175,12 +184,12 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
                    (unsigned long long)cqe->cookie);
             return;
         }
-    } else if (cqe->cookie > UINT32_MAX || !sd_dto_ring_peek(r, idx, &s)) {
+        n = sd_dto_decide((enum sd_dto_kind)s.kind, s.flags, ep_flags, ok, cqe->solicited);
+    } else if (cqe->cookie > UINT32_MAX || !sd_dto_ring_finish(r, idx, ep_flags, ok, cqe->solicited, &s, &n)) {
         SD_EP_LOG(SD_LOG_ERROR, "dto", ep, "completion for unknown %s cookie %llu", recv ? "recv" : "request",
                (unsigned long long)cqe->cookie);
         return;
     }
-    bool ok = cqe->status == EMU_WC_SUCCESS;
     if (recv && ok)
         sd_cnt_ep_recv(ep, cqe->byte_len, cqe->op == EMU_WC_RECV_IMM);
     if (ok && s.kind == SD_DTO_BIND && s.obj != NULL) {
@@ -189,17 +198,8 @@ static void complete(struct sd_ep *ep, bool recv, const struct emu_cqe *cqe)
             SD_WARN("dto", "rmr %p: bound STag 0x%x, told the consumer 0x%x", (void *)rmr, cqe->bound_stag,
                     s.rmr_context);
     }
-    DAT_COMPLETION_FLAGS ep_flags = recv ? ep->attr.recv_completion_flags : ep->attr.request_completion_flags;
-    enum sd_dto_notify n = sd_dto_decide((enum sd_dto_kind)s.kind, s.flags, ep_flags, ok, cqe->solicited);
     struct sd_evd *evd = recv ? ep->recv_evd : ep->request_evd;
     bool dying = atomic_load(&d->dying);
-    /* Release the slot before the event becomes visible: a consumer that
-     * reaps it may post again at once and must find the slot free. A
-     * suppressed success keeps its slot (L8452); anything that produced
-     * (or, dropped, would have produced) an event releases it, together
-     * with the suppressed slots held before it. The slot's data is in s. */
-    if (srq == NULL)
-        sd_dto_ring_complete(r, idx, n != SD_DTO_NO_EVENT);
     bool post = n != SD_DTO_NO_EVENT && evd != NULL && !dying;
     if (post) {
         DAT_EVENT ev;

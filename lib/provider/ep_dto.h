@@ -122,6 +122,13 @@ enum sd_dto_notify {
 };
 enum sd_dto_notify sd_dto_decide(enum sd_dto_kind kind, DAT_COMPLETION_FLAGS post_flags,
                                  DAT_COMPLETION_FLAGS ep_flags, bool success, bool solicited);
+/* A completion of slot idx in one step (one lock, where peek, decide and
+ * complete took two): a copy of the slot in *out, whether it makes an
+ * event in *n (sd_dto_decide with the EP's flags, the outcome and the
+ * solicited bit), and the slot completed accordingly. false, nothing
+ * changed, when the slot is not outstanding (a cookie we never issued). */
+bool sd_dto_ring_finish(struct sd_dto_ring *r, uint32_t idx, DAT_COMPLETION_FLAGS ep_flags, bool ok, bool solicited,
+                        struct sd_dto_slot *out, enum sd_dto_notify *n);
 
 /* ---- statuses ---- */
 DAT_DTO_COMPLETION_STATUS sd_dto_status(enum emu_wc_status st);

@@ -94,13 +94,14 @@ void sd_dto_ring_cancel(struct sd_dto_ring *r, uint32_t idx)
     pthread_mutex_unlock(&r->lock);
 }
 
-void sd_dto_ring_complete(struct sd_dto_ring *r, uint32_t idx, bool generated)
+static bool outstanding_locked(const struct sd_dto_ring *r, uint32_t idx)
 {
-    pthread_mutex_lock(&r->lock);
-    if (idx >= r->cap || (r->s[idx].state != SD_SLOT_POSTED && r->s[idx].state != SD_SLOT_DEFERRED)) {
-        pthread_mutex_unlock(&r->lock);
-        return;
-    }
+    return idx < r->cap && (r->s[idx].state == SD_SLOT_POSTED || r->s[idx].state == SD_SLOT_DEFERRED);
+}
+
+/* (lock held, idx outstanding) */
+static void complete_locked(struct sd_dto_ring *r, uint32_t idx, bool generated)
+{
     if (!generated) {
         /* Suppressed success: stays outstanding (L8452). */
         struct sd_dto_slot *s = &r->s[idx];
@@ -125,14 +126,35 @@ void sd_dto_ring_complete(struct sd_dto_ring *r, uint32_t idx, bool generated)
         r->held_head = r->held_tail = SD_DTO_NONE;
         r->nheld = 0;
     }
+}
+
+void sd_dto_ring_complete(struct sd_dto_ring *r, uint32_t idx, bool generated)
+{
+    pthread_mutex_lock(&r->lock);
+    if (outstanding_locked(r, idx))
+        complete_locked(r, idx, generated);
     pthread_mutex_unlock(&r->lock);
+}
+
+bool sd_dto_ring_finish(struct sd_dto_ring *r, uint32_t idx, DAT_COMPLETION_FLAGS ep_flags, bool ok, bool solicited,
+                        struct sd_dto_slot *out, enum sd_dto_notify *n)
+{
+    pthread_mutex_lock(&r->lock);
+    bool known = outstanding_locked(r, idx);
+    if (known) {
+        *out = r->s[idx];
+        *n = sd_dto_decide((enum sd_dto_kind)out->kind, out->flags, ep_flags, ok, solicited);
+        complete_locked(r, idx, *n != SD_DTO_NO_EVENT);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return known;
 }
 
 bool sd_dto_ring_peek(struct sd_dto_ring *r, uint32_t idx, struct sd_dto_slot *out)
 {
     bool ok = false;
     pthread_mutex_lock(&r->lock);
-    if (idx < r->cap && (r->s[idx].state == SD_SLOT_POSTED || r->s[idx].state == SD_SLOT_DEFERRED)) {
+    if (outstanding_locked(r, idx)) {
         *out = r->s[idx];
         ok = true;
     }

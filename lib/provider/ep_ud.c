@@ -198,14 +198,13 @@ static void ud_complete(struct sd_ep *ep, bool recv, const struct emu_ud_cqe *cq
     struct sd_dto_ring *r = recv ? &u->rq : &u->sq;
     uint32_t idx = (uint32_t)cqe->cookie;
     struct sd_dto_slot s;
-    if (cqe->cookie > UINT32_MAX || !sd_dto_ring_peek(r, idx, &s)) {
+    bool ok = cqe->status == EMU_WC_SUCCESS;
+    DAT_COMPLETION_FLAGS ep_flags = recv ? ep->attr.recv_completion_flags : ep->attr.request_completion_flags;
+    enum sd_dto_notify n;
+    if (cqe->cookie > UINT32_MAX || !sd_dto_ring_finish(r, idx, ep_flags, ok, cqe->solicited, &s, &n)) {
         SD_ERR("ud", "ep %p: completion for unknown cookie %llu", (void *)ep, (unsigned long long)cqe->cookie);
         return;
     }
-    bool ok = cqe->status == EMU_WC_SUCCESS;
-    DAT_COMPLETION_FLAGS ep_flags = recv ? ep->attr.recv_completion_flags : ep->attr.request_completion_flags;
-    enum sd_dto_notify n = sd_dto_decide((enum sd_dto_kind)s.kind, s.flags, ep_flags, ok, cqe->solicited);
-    sd_dto_ring_complete(r, idx, n != SD_DTO_NO_EVENT);
     struct sd_evd *evd = recv ? ep->recv_evd : ep->request_evd;
     if (n == SD_DTO_NO_EVENT || evd == NULL || atomic_load(&u->dying))
         return;

@@ -119,6 +119,44 @@ START_TEST(ring_suppressed_slots_held)
 }
 END_TEST
 
+/* finish = peek + decide + complete under one lock: a suppressed success
+ * stays held (no event), the next signalled one makes an event and
+ * releases both; an error always makes one; a stale cookie changes
+ * nothing. */
+START_TEST(ring_finish_in_one_step)
+{
+    struct sd_dto_ring r;
+    ck_assert_int_eq(sd_dto_ring_init(&r, 4), 0);
+    uint32_t a = sd_dto_ring_get(&r, SD_DTO_SEND, SUP, ck(21), 10);
+    uint32_t b = sd_dto_ring_get(&r, SD_DTO_SEND, DEF, ck(22), 20);
+    uint32_t c = sd_dto_ring_get(&r, SD_DTO_SEND, SUP, ck(23), 30);
+    struct sd_dto_slot s;
+    enum sd_dto_notify n;
+    ck_assert(sd_dto_ring_finish(&r, a, DEF, true, false, &s, &n));
+    ck_assert_uint_eq(s.cookie.as_64, 21);
+    ck_assert_uint_eq(s.len, 10);
+    ck_assert_int_eq(n, SD_DTO_NO_EVENT);
+    ck_assert_uint_eq(sd_dto_ring_held(&r), 1);
+    ck_assert_uint_eq(sd_dto_ring_outstanding(&r), 3);
+    ck_assert(!sd_dto_ring_finish(&r, a, DEF, true, false, &s, &n)); /* held: not outstanding */
+    ck_assert(sd_dto_ring_finish(&r, b, DEF, true, false, &s, &n));
+    ck_assert_uint_eq(s.cookie.as_64, 22);
+    ck_assert_int_ne(n, SD_DTO_NO_EVENT);
+    ck_assert_uint_eq(sd_dto_ring_held(&r), 0);
+    ck_assert_uint_eq(sd_dto_ring_outstanding(&r), 1);
+    ck_assert(sd_dto_ring_finish(&r, c, DEF, false, false, &s, &n)); /* a suppressed error reports */
+    ck_assert_int_ne(n, SD_DTO_NO_EVENT);
+    ck_assert_uint_eq(sd_dto_ring_outstanding(&r), 0);
+    n = SD_DTO_EVENT_QUIET;
+    s.cookie.as_64 = 99;
+    ck_assert(!sd_dto_ring_finish(&r, c, DEF, true, false, &s, &n));
+    ck_assert(!sd_dto_ring_finish(&r, 7, DEF, true, false, &s, &n));
+    ck_assert_int_eq(n, SD_DTO_EVENT_QUIET);
+    ck_assert_uint_eq(s.cookie.as_64, 99);
+    sd_dto_ring_fini(&r);
+}
+END_TEST
+
 START_TEST(ring_deferred_flush)
 {
     struct sd_dto_ring r;
@@ -316,6 +354,7 @@ int main(void)
     tcase_add_test(tc, ring_get_peek_complete);
     tcase_add_test(tc, ring_full_and_reuse);
     tcase_add_test(tc, ring_suppressed_slots_held);
+    tcase_add_test(tc, ring_finish_in_one_step);
     tcase_add_test(tc, ring_deferred_flush);
     tcase_add_test(tc, ring_threads);
     tcase_add_test(tc, flags_allowed);
