@@ -775,6 +775,18 @@ enum emu_mem_status emu_mem_check_local(struct emu_mem_table *t, uint32_t lmr_co
     return EMU_MEM_OK;
 }
 
+enum emu_mem_status emu_mem_check_local_more(const struct emu_mem_ref *held, uint64_t addr, uint64_t len,
+                                             uint32_t need, const struct emu_pz *pz, void **ptr)
+{
+    *ptr = NULL;
+    if (need & ~(uint32_t)EMU_ACC_LOCAL_MASK)
+        return EMU_MEM_E_INVAL;
+    const struct emu_mem_slot *s = held->hold;
+    if (s == NULL)
+        return EMU_MEM_E_STAG;
+    return check_fields(s, addr, len, need, pz, ptr);
+}
+
 void emu_mem_put(struct emu_mem_ref *ref)
 {
     if (ref && ref->hold) {

@@ -254,6 +254,12 @@ uint32_t emu_mem_pz_trace_id(const struct emu_pz *pz);
 enum emu_mem_status emu_mem_check_local(struct emu_mem_table *t, uint32_t lmr_context,
                                         uint64_t addr, uint64_t len, uint32_t need,
                                         const struct emu_pz *pz, struct emu_mem_ref *out);
+/* Another range of the region `held` (a reference a successful
+ * emu_mem_check_local took, for the same lmr_context) checked the same
+ * way, without a second reference: an iovec of several segments of one
+ * registration. *ptr is the range's address. */
+enum emu_mem_status emu_mem_check_local_more(const struct emu_mem_ref *held, uint64_t addr, uint64_t len,
+                                             uint32_t need, const struct emu_pz *pz, void **ptr);
 
 /* Drop the reference a successful check took. Idempotent per ref. */
 void emu_mem_put(struct emu_mem_ref *ref);

@@ -76,26 +76,41 @@ DAT_RETURN sd_lmr_check_iov(struct sd_ia *ia, struct sd_pz *pz, const DAT_LMR_TR
         return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     if (n > 0 && iov == NULL)
         return SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3);
-    for (DAT_COUNT i = 0; i < n; i++) {
+    /* Segments of one registration (a header and a payload in one
+     * buffer) are checked under one reference to it. */
+    struct emu_mem_ref held = {0};
+    uint32_t held_ctx = 0;
+    enum emu_mem_status st = EMU_MEM_OK;
+    DAT_COUNT i;
+    for (i = 0; i < n; i++) {
         const DAT_LMR_TRIPLET *t = &iov[i];
         if (t->segment_length == 0) {
             out[i].addr = NULL;
             out[i].len = 0;
             continue;
         }
-        struct emu_mem_ref ref;
-        enum emu_mem_status st = emu_mem_check_local(ia->mem, (uint32_t)t->lmr_context, t->virtual_address,
-                                                     t->segment_length, need, pz->epz, &ref);
-        if (st != EMU_MEM_OK) {
-            SD_DBG("lmr", "iov[%d] {ctx 0x%x va 0x%llx len %u} need 0x%x: %s", (int)i, (unsigned)t->lmr_context,
-                   (unsigned long long)t->virtual_address, (unsigned)t->segment_length, need,
-                   emu_mem_status_str(st));
-            return local_status_to_dat(st);
+        void *ptr;
+        if (held.hold != NULL && (uint32_t)t->lmr_context == held_ctx) {
+            st = emu_mem_check_local_more(&held, t->virtual_address, t->segment_length, need, pz->epz, &ptr);
+        } else {
+            emu_mem_put(&held); /* see lmr.h: the LMR outlives the DTO */
+            held_ctx = (uint32_t)t->lmr_context;
+            st = emu_mem_check_local(ia->mem, held_ctx, t->virtual_address, t->segment_length, need, pz->epz,
+                                     &held);
+            ptr = held.ptr;
         }
-        emu_mem_put(&ref); /* see lmr.h: the LMR outlives the DTO */
-        out[i].addr = ref.ptr;
+        if (st != EMU_MEM_OK)
+            break;
+        out[i].addr = ptr;
         out[i].len = (uint32_t)t->segment_length;
         sum += t->segment_length;
+    }
+    emu_mem_put(&held);
+    if (st != EMU_MEM_OK) {
+        const DAT_LMR_TRIPLET *t = &iov[i];
+        SD_DBG("lmr", "iov[%d] {ctx 0x%x va 0x%llx len %u} need 0x%x: %s", (int)i, (unsigned)t->lmr_context,
+               (unsigned long long)t->virtual_address, (unsigned)t->segment_length, need, emu_mem_status_str(st));
+        return local_status_to_dat(st);
     }
     if (total != NULL)
         *total = sum;

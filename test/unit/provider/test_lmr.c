@@ -270,6 +270,27 @@ START_TEST(lmr_check_iov_outcomes)
     DAT_LMR_PARAM lp;
     ck_assert_dat_ok(p->lmr_query_func(wo.lmr, DAT_LMR_FIELD_MEM_PRIV, &lp));
     ck_assert_int_eq(lp.mem_priv, DAT_MEM_PRIV_LOCAL_WRITE_FLAG); /* as requested */
+    /* Segments of one registration share one reference to it (lmr.c):
+     * each is still checked on its own, and none is left held (the LMR
+     * frees below without waiting). */
+    DAT_LMR_TRIPLET seg[5] = {
+        {.virtual_address = base, .segment_length = 32, .lmr_context = rw.lctx},
+        {.virtual_address = base + 64, .segment_length = 64, .lmr_context = rw.lctx},
+        {.virtual_address = base + 1024, .segment_length = 8, .lmr_context = ro.lctx},
+        {.virtual_address = base + 4064, .segment_length = 32, .lmr_context = rw.lctx},
+        {.virtual_address = base + 4064, .segment_length = 33, .lmr_context = rw.lctx},
+    };
+    ck_assert_dat_ok(sd_lmr_check_iov(sia, spz, seg, 4, EMU_ACC_LOCAL_READ, out, &total));
+    ck_assert_ptr_eq(out[1].addr, buf + 64);
+    ck_assert_ptr_eq(out[2].addr, buf + 1024);
+    ck_assert_ptr_eq(out[3].addr, buf + 4064);
+    ck_assert_uint_eq(total, 32 + 64 + 8 + 32);
+    ck_assert_dat_err(sd_lmr_check_iov(sia, spz, &seg[1], 4, EMU_ACC_LOCAL_READ, out, NULL), DAT_INVALID_PARAMETER,
+                      DAT_INVALID_ARG3); /* the last one is a byte too long */
+    ck_assert_dat_err(sd_lmr_check_iov(sia, spz, seg, 3, EMU_ACC_LOCAL_WRITE, out, NULL), DAT_PRIVILEGES_VIOLATION,
+                      0); /* the third is in the read-only registration */
+    ck_assert_dat_err(sd_lmr_check_iov(sia, (struct sd_pz *)other, seg, 2, EMU_ACC_LOCAL_READ, out, NULL),
+                      DAT_PROTECTION_VIOLATION, 0);
     /* Garbage and stale contexts. */
     bad = (DAT_LMR_TRIPLET){.virtual_address = base, .segment_length = 8, .lmr_context = 0x12345};
     ck_assert_dat_err(sd_lmr_check_iov(sia, spz, &bad, 1, EMU_ACC_LOCAL_READ, out, NULL), DAT_PRIVILEGES_VIOLATION,
