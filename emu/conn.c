@@ -571,6 +571,12 @@ static void rx_kick_job(void *arg)
     conn_put(c);
 }
 
+void emu_conn_rx_again_after(struct emu_conn *c, uint32_t usec)
+{
+    if (c && c->rx_timer && !emu_timer_pending(c->rx_timer))
+        emu_timer_arm(c->rx_timer, usec ? usec : 1);
+}
+
 int emu_conn_rx_kick(struct emu_conn *c)
 {
     return c ? conn_post(c, rx_kick_job) : -EINVAL;

@@ -662,6 +662,11 @@ static uint64_t us_since(uint64_t now, uint64_t then)
  * such bytes, or at once on a QP that has not posted for
  * QP_DEFER_RECENT_US; a probe only quiet WRs wait for (probe_may_wait,
  * qp_tx.c), now (force) or once it has waited QP_PROBE_DEFER_US. */
+uint64_t qp_us_since_post(struct emu_qp *qp)
+{
+    return us_since(qp_clock(), atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed));
+}
+
 static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */
@@ -672,9 +677,8 @@ static void flush_deferred(struct emu_qp *qp, bool force)
         /* Only a QP that sends now and then (a ping-pong's replies) is
          * worth waiting for: a pure receiver's answers go at once, or the
          * peer's Writes complete QP_DEFER_US later. */
-        uint64_t now = qp_clock();
-        if (us_since(now, atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed)) < QP_DEFER_US &&
-            us_since(now, atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed)) < QP_DEFER_RECENT_US)
+        if (us_since(qp_clock(), atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed)) < QP_DEFER_US &&
+            qp_us_since_post(qp) < QP_DEFER_RECENT_US)
             answers = false;
     }
     bool probe = atomic_load_explicit(&qp->tx.probe_owed, memory_order_acquire);
@@ -755,7 +759,14 @@ int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
         rc = EMU_RX_OK;
     else
         rc = engine_rx_run(qp, fd);
+    /* A probe answer kept for the application's reply goes QP_DEFER_US
+     * from now if no post took it (rreq_start): this hook runs again then
+     * and flushes first. */
+    bool kept = qp->rx.answer_kept;
+    qp->rx.answer_kept = false;
     pthread_mutex_unlock(&qp->rx.lock);
+    if (kept && rc != EMU_RX_PAUSE)
+        emu_conn_rx_again_after(c, QP_DEFER_ENGINE_US);
     return rc;
 }
 

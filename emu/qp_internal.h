@@ -30,6 +30,7 @@
 #define QP_POLL_HOT_US 50u              /* a run this long earns the lease (emu_qp_poll_lease) */
 #define QP_LEASE_LOOK_MAX_US 4000u     /* the engine looks at a renewed lease at least this often */
 #define QP_DEFER_US 10u                 /* a kept probe answer waits this long for bytes to ride with, */
+#define QP_DEFER_ENGINE_US 100u         /* ... and one the engine kept, this long (emu_qp_rx) */
 #define QP_DEFER_RECENT_US 200u         /* on a QP that posted this recently (it answers, ping-pong) */
 #define QP_PROBE_DEFER_US 200u          /* a probe only quiet WRs wait for waits this long for a post */
 #define QP_HOLD_INFLIGHT 4u             /* a post waits for the next pass only behind this many
@@ -300,6 +301,7 @@ struct qp_rx {
     bool rresp_probe;           /* the Read Response being received answers a probe */
     bool tx_owed;               /* responses queued by this pass wait for its kick_owed (qp_rx.c) */
     bool consumer_pass;         /* a consumer thread runs this pass (consumer_rx_run, qp.c) */
+    bool answer_kept;           /* the engine's pass kept a probe answer (rreq_start): flush it soon */
     bool peer_probes;           /* the peer confirms placement with zero-length Reads */
     uint32_t placed;            /* Sends and Writes placed (count, wraps) ... */
     uint32_t confirmed;         /* ... of which a Read or Atomic Request since then
@@ -390,6 +392,8 @@ bool qp_engine_parked(struct emu_qp *qp);
 uint64_t qp_clock(void);
 /* A post's clock is stale once it wrote to the socket (qp_tx_pump). */
 void qp_clock_wrote(void);
+/* Microseconds since this QP's last send-queue post (qp_clock). */
+uint64_t qp_us_since_post(struct emu_qp *qp);
 
 /* qp_rx.c (rx.lock held). qp_rx_run: EMU_RX_OK, EMU_RX_EOF, QP_RX_STALL
  * or a negative errno (a protocol failure, after qp_rx_fail: rx.dead is

@@ -489,21 +489,39 @@ static int rreq_finish(struct emu_qp *qp)
         }
     }
     ird_push(qp, &e);
-    /* A zero-length Read met by a polling consumer thread (a placement
-     * probe, typically right behind the data this thread is about to hand
-     * to its application): answer it with the next bytes this QP sends, or
-     * at a poll QP_DEFER_US later, so that the answer costs no system call
-     * of its own in front of the application seeing its data, nor between
-     * that and the application's reply (a ping-pong's reply carries it).
-     * Only while the engine is
-     * parked by a lease: its timer then flushes the answer at the latest
-     * when the lease runs out, whatever this thread does next. (The engine
-     * itself never runs this parked: emu_qp_rx clears engine_parked before
-     * it reads.) */
-    if (r->size == 0 && qp_engine_parked(qp)) {
+    /* A zero-length Read (a placement probe, typically right behind the
+     * data the application is about to see): answered with the next bytes
+     * this QP sends, or QP_DEFER_US later, so that the answer costs no
+     * system call of its own in front of the application seeing its data,
+     * nor between that and the application's reply (a ping-pong's reply
+     * carries it).
+     * - A polling consumer thread keeps it only while the engine is parked
+     *   by its lease: the engine's timer flushes it at the latest when the
+     *   lease runs out, whatever this thread does next (its own passes
+     *   flush it after QP_DEFER_US: flush_deferred).
+     * - The engine keeps it only on a QP that posted in the last
+     *   QP_DEFER_RECENT_US (one that replies), and runs again QP_DEFER_US
+     *   later to send it if no post took it (emu_qp_rx). Answered at once,
+     *   its sendmsg held the send lock while the application, which had
+     *   already seen the data, waited on that lock to post its reply: a
+     *   blocking 64 B Write ping-pong took 2.4-3x raw TCP's time, 1.5-1.6x
+     *   with the answer riding on the reply. (Without the bound, 1.4x: the
+     *   timer's wake-up, about one hop in five, costs; it cannot go.)
+     * (The engine itself never runs parked: emu_qp_rx clears engine_parked
+     * before it reads.) */
+    bool keep = false;
+    if (r->size == 0) {
+        if (qp->rx.consumer_pass)
+            keep = qp_engine_parked(qp);
+        else
+            keep = qp_us_since_post(qp) < QP_DEFER_RECENT_US;
+    }
+    if (keep) {
         if (!atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
             atomic_store_explicit(&qp->irq.deferred_us, qp_clock(), memory_order_relaxed);
         atomic_store_explicit(&qp->irq.deferred, true, memory_order_relaxed);
+        if (!qp->rx.consumer_pass)
+            qp->rx.answer_kept = true;
     } else
         tx_kick(qp);
     return 0;

@@ -179,6 +179,12 @@ void emu_conn_set_rx_retry(struct emu_conn *c, uint32_t usec)
     (void)usec;
 }
 
+void emu_conn_rx_again_after(struct emu_conn *c, uint32_t usec)
+{
+    (void)c;
+    (void)usec;
+}
+
 int emu_conn_rx_kick(struct emu_conn *c)
 {
     (void)c;

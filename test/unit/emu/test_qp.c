@@ -878,6 +878,63 @@ START_TEST(t_quiet_sends_wait_for_a_wanted_probe)
 }
 END_TEST
 
+static uint64_t socket_writes(struct qp_side *s)
+{
+    struct emu_qp_stats st;
+    emu_qp_get_stats(s->qp, &st);
+    return st.tx_writes;
+}
+
+/* The engine (nobody polls) keeps a placement probe's answer for the
+ * reply of a QP that posts (a ping-pong with blocking waits): the reply's
+ * write carries it. Without a reply it still leaves, QP_DEFER_ENGINE_US
+ * (100 us) later, and the prober's Send completes. */
+START_TEST(t_engine_keeps_probe_answer_for_the_reply)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true;
+    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    static uint8_t src[64], a_dst[4][64], b_dst[4][64];
+    qp_fill(src, sizeof src, 7);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(emu_qp_post_recv(A.qp, (uint64_t)i, 1, &(struct emu_sge){a_dst[i], 64}), 0);
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){b_dst[i], 64}), 0);
+    }
+
+    /* No reply: B posted a moment before A's Send came, then stays silent. */
+    qp_stall(&B);
+    ck_assert_int_eq(qp_post_send(&A, 0, src, 64, 0), 0); /* signalled: its probe goes with it */
+    ck_assert_int_eq(qp_post_send(&B, 100, src, 64, 0), 0);
+    qp_unstall();
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= 1 && A.nr >= 1));
+    ck_assert_int_eq(A.scq[0].status, EMU_WC_SUCCESS);
+    ck_assert(QP_WAIT_FOR(&B, B.ns >= 1 && B.nr >= 1));
+
+    /* A reply at once: one write of B's carries it and the answer. */
+    qp_stall(&B);
+    ck_assert_int_eq(qp_post_send(&B, 101, src, 64, 0), 0); /* B posts: it replies */
+    ck_assert(QP_WAIT_FOR(&A, A.nr >= 2));
+    ck_assert_int_eq(qp_post_send(&A, 1, src, 64, 0), 0);
+    uint64_t w0 = socket_writes(&B);
+    uint64_t t0 = emu_now_us();
+    qp_unstall();
+    while (qp_get_nr(&B) < 2 && emu_now_us() - t0 < 2000000)
+        ;
+    ck_assert_int_eq(qp_get_nr(&B), 2);
+    ck_assert_int_eq(qp_post_send(&B, 102, src, 64, 0), 0);
+    bool prompt = emu_now_us() - t0 < 80; /* within QP_DEFER_ENGINE_US of the keep */
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= 2 && A.nr >= 3));
+    ck_assert_int_eq(A.scq[1].status, EMU_WC_SUCCESS);
+    if (prompt)
+        ck_assert_uint_eq(socket_writes(&B) - w0, 1);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(memcmp(b_dst[i], src, 64), 0);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(memcmp(a_dst[i], src, 64), 0);
+    qp_pair_down();
+}
+END_TEST
+
 /* An abrupt close right after quiet Sends whose probe was kept back for a
  * later post (nothing came) sends that probe and waits for its answer
  * (emu_qp_quiesce), as an HCA's acknowledgments of those messages would
@@ -1950,6 +2007,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_quiet_sends_wait_for_a_wanted_probe);
     tcase_add_test(tc, t_post_after_confirming_reply_not_held);
     tcase_add_test(tc, t_abrupt_close_confirms_quiet_sends);
+    tcase_add_test(tc, t_engine_keeps_probe_answer_for_the_reply);
     tcase_add_test(tc, t_waiting_sender_passes_poll_once);
     tcase_add_test(tc, t_read_responses_share_a_write);
     tcase_add_test(tc, t_write_bad_stag);
