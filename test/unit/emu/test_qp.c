@@ -782,11 +782,16 @@ static void assert_sent_in_order(int n)
     }
 }
 
-static uint64_t probes_sent(struct qp_side *s)
+static struct emu_qp_stats stats_of(struct qp_side *s)
 {
     struct emu_qp_stats st;
     emu_qp_get_stats(s->qp, &st);
-    return st.placement_probes;
+    return st;
+}
+
+static uint64_t probes_sent(struct qp_side *s)
+{
+    return stats_of(s).placement_probes;
 }
 
 /* InfiniBand semantics with suppressed completions (EMU_WR_QUIET): while
@@ -878,13 +883,6 @@ START_TEST(t_quiet_sends_wait_for_a_wanted_probe)
 }
 END_TEST
 
-static uint64_t socket_writes(struct qp_side *s)
-{
-    struct emu_qp_stats st;
-    emu_qp_get_stats(s->qp, &st);
-    return st.tx_writes;
-}
-
 /* The engine (nobody polls) keeps a placement probe's answer for the
  * reply of a QP that posts (a ping-pong with blocking waits): the reply's
  * write carries it. Without a reply it still leaves, QP_DEFER_ENGINE_US
@@ -915,7 +913,7 @@ START_TEST(t_engine_keeps_probe_answer_for_the_reply)
     ck_assert_int_eq(qp_post_send(&B, 101, src, 64, 0), 0); /* B posts: it replies */
     ck_assert(QP_WAIT_FOR(&A, A.nr >= 2));
     ck_assert_int_eq(qp_post_send(&A, 1, src, 64, 0), 0);
-    uint64_t w0 = socket_writes(&B);
+    uint64_t w0 = stats_of(&B).tx_writes;
     uint64_t t0 = emu_now_us();
     qp_unstall();
     while (qp_get_nr(&B) < 2 && emu_now_us() - t0 < 2000000)
@@ -926,7 +924,7 @@ START_TEST(t_engine_keeps_probe_answer_for_the_reply)
     ck_assert(QP_WAIT_FOR(&A, A.ns >= 2 && A.nr >= 3));
     ck_assert_int_eq(A.scq[1].status, EMU_WC_SUCCESS);
     if (prompt)
-        ck_assert_uint_eq(socket_writes(&B) - w0, 1);
+        ck_assert_uint_eq(stats_of(&B).tx_writes - w0, 1);
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(memcmp(b_dst[i], src, 64), 0);
     for (int i = 0; i < 3; i++)
