@@ -656,17 +656,17 @@ static uint64_t us_since(uint64_t now, uint64_t then)
     return now > then ? now - then : 0;
 }
 
+uint64_t qp_us_since_post(struct emu_qp *qp)
+{
+    return us_since(qp_clock(), atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed));
+}
+
 /* Send what waits for this QP's next transmit pass: posts held for a
  * batch (emu_qp_post_send), at once; probe answers kept for the next bytes
  * this QP sends, now (force), or once they have waited QP_DEFER_US for
  * such bytes, or at once on a QP that has not posted for
  * QP_DEFER_RECENT_US; a probe only quiet WRs wait for (probe_may_wait,
  * qp_tx.c), now (force) or once it has waited QP_PROBE_DEFER_US. */
-uint64_t qp_us_since_post(struct emu_qp *qp)
-{
-    return us_since(qp_clock(), atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed));
-}
-
 static void flush_deferred(struct emu_qp *qp, bool force)
 {
     /* Polled without pause: look before taking the lock. */
@@ -759,9 +759,9 @@ int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
         rc = EMU_RX_OK;
     else
         rc = engine_rx_run(qp, fd);
-    /* A probe answer kept for the application's reply goes QP_DEFER_US
-     * from now if no post took it (rreq_start): this hook runs again then
-     * and flushes first. */
+    /* A probe answer kept for the application's reply goes
+     * QP_DEFER_ENGINE_US from now if no post took it (rreq_finish, qp_rx_op.c): this
+     * hook runs again then and flushes first. */
     bool kept = qp->rx.answer_kept;
     qp->rx.answer_kept = false;
     pthread_mutex_unlock(&qp->rx.lock);

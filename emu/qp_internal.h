@@ -301,7 +301,7 @@ struct qp_rx {
     bool rresp_probe;           /* the Read Response being received answers a probe */
     bool tx_owed;               /* responses queued by this pass wait for its kick_owed (qp_rx.c) */
     bool consumer_pass;         /* a consumer thread runs this pass (consumer_rx_run, qp.c) */
-    bool answer_kept;           /* the engine's pass kept a probe answer (rreq_start): flush it soon */
+    bool answer_kept;           /* the engine's pass kept a probe answer (rreq_finish, qp_rx_op.c): flush it soon */
     bool peer_probes;           /* the peer confirms placement with zero-length Reads */
     uint32_t placed;            /* Sends and Writes placed (count, wraps) ... */
     uint32_t confirmed;         /* ... of which a Read or Atomic Request since then

@@ -491,7 +491,7 @@ static int rreq_finish(struct emu_qp *qp)
     ird_push(qp, &e);
     /* A zero-length Read (a placement probe, typically right behind the
      * data the application is about to see): answered with the next bytes
-     * this QP sends, or QP_DEFER_US later, so that the answer costs no
+     * this QP sends, or a bound later, so that the answer costs no
      * system call of its own in front of the application seeing its data,
      * nor between that and the application's reply (a ping-pong's reply
      * carries it).
@@ -500,8 +500,9 @@ static int rreq_finish(struct emu_qp *qp)
      *   lease runs out, whatever this thread does next (its own passes
      *   flush it after QP_DEFER_US: flush_deferred).
      * - The engine keeps it only on a QP that posted in the last
-     *   QP_DEFER_RECENT_US (one that replies), and runs again QP_DEFER_US
-     *   later to send it if no post took it (emu_qp_rx). Answered at once,
+     *   QP_DEFER_RECENT_US (one that replies), and runs again
+     *   QP_DEFER_ENGINE_US later to send it if no post took it (emu_qp_rx).
+     *   Answered at once,
      *   its sendmsg held the send lock while the application, which had
      *   already seen the data, waited on that lock to post its reply: a
      *   blocking 64 B Write ping-pong took 2.4-3x raw TCP's time, 1.5-1.6x
