@@ -33,8 +33,12 @@ if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
     echo "skip - Open MPI tarball not found (set OMPI_TARBALL)"; exit 77
 fi
 for b in autoconf automake libtoolize flex; do
-    command -v "$b" >/dev/null || { echo "skip - $b missing (scripts/install-deps --mpi)"; exit 77; }
+    command -v "$b" >/dev/null || { echo "skip - $b missing (scripts/install-deps)"; exit 77; }
 done
+# autogen.sh runs libtoolize --ltdl, which needs libltdl-dev's ltdl.m4.
+if [ ! -f "$(aclocal --print-ac-dir 2>/dev/null)/ltdl.m4" ]; then
+    echo "skip - ltdl.m4 missing: libltdl-dev (scripts/install-deps)"; exit 77
+fi
 
 dir=$BUILD/ompi
 prefix=$dir/install
@@ -56,8 +60,10 @@ echo "ompi: building into $prefix (log: $log)"
 tar -C "$dir" -xf "$tarball"
 src=$(find "$dir" -maxdepth 1 -type d -name 'openmpi-*' | head -1)
 (
+    # set -e does not hold in a subshell whose status is tested (the ||
+    # below): each step stops it on failure itself.
     cd "$src"
-    ./autogen.sh
+    ./autogen.sh || exit 1
     ./configure --prefix="$prefix" \
         ac_cv_header_stdc=yes CFLAGS="-O2 -fcommon -w" \
         CPPFLAGS="-I$top/include" \
@@ -65,10 +71,10 @@ src=$(find "$dir" -maxdepth 1 -type d -name 'openmpi-*' | head -1)
         --disable-mpi-f77 --disable-mpi-f90 --disable-mpi-cxx --disable-vt \
         --without-openib --disable-dlopen --disable-io-romio \
         --enable-mca-no-build=crs,filem \
-        --with-udapl="$dir/shim" --with-udapl-libdir="$dir/shim/lib"
+        --with-udapl="$dir/shim" --with-udapl-libdir="$dir/shim/lib" || exit 1
     grep -q 'btl_udapl' ompi/mca/btl/udapl/Makefile 2>/dev/null ||
         { echo "udapl BTL not configured"; exit 1; }
-    make -j"$(nproc)"
+    make -j"$(nproc)" || exit 1
     make install
 ) >"$log" 2>&1 || { echo "ompi: build failed, last lines of $log:"; tail -30 "$log"; exit 1; }
 components=$("$prefix/bin/ompi_info" 2>/dev/null || true)
