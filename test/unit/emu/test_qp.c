@@ -108,6 +108,15 @@ static void written_then_down(uint8_t *src, uint8_t *dst, size_t len, struct emu
     qp_pair_down();
 }
 
+/* A and B connected with InfiniBand semantics (receiver-not-ready retry,
+ * completion on the peer's placement), the default sizes otherwise. */
+static void ib_pair_up(enum emu_crc_mode crc)
+{
+    struct qpcfg ib = qp_defcfg;
+    ib.ib = true;
+    qp_pair_up_cfg(&ib, &ib, crc);
+}
+
 /* InfiniBand semantics: every Send and Write completes only once a
  * placement probe behind it is answered. A burst of small Sends shares
  * probes (while one is out, the next waits for its answer: one answer per
@@ -115,9 +124,7 @@ static void written_then_down(uint8_t *src, uint8_t *dst, size_t len, struct emu
  * that a pipeline's Writes complete as they land. Every WR completes. */
 START_TEST(t_probes_batch_small_messages)
 {
-    struct qpcfg ib = qp_defcfg;
-    ib.ib = true;
-    qp_pair_up_cfg(&ib, &ib, EMU_CRC_DEFAULT);
+    ib_pair_up(EMU_CRC_DEFAULT);
     enum { NSEND = 400, NWRITE = 8, WLEN = 128 * 1024 };
     static uint8_t small[64], rbuf[NSEND][64];
     for (int i = 0; i < NSEND; i++)
@@ -179,9 +186,7 @@ static void obs_bytes_cb(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wir
  * system call of its own: Open MPI's FIN behind a pipeline fragment). */
 START_TEST(t_probe_not_held_behind_large_write)
 {
-    struct qpcfg ib = qp_defcfg;
-    ib.ib = true;
-    qp_pair_up_cfg(&ib, &ib, EMU_CRC_DEFAULT);
+    ib_pair_up(EMU_CRC_DEFAULT);
     enum { WLEN = 40 * 1024 };
     static uint8_t small[64], rbuf[64];
     uint8_t *src = malloc(WLEN), *dst = malloc(WLEN);
@@ -606,18 +611,21 @@ static bool engine_looked(struct qp_side *s, int calls)
     return atomic_load(&s->rx_hook_calls) > calls;
 }
 
-static uint64_t tx_writes(struct qp_side *s)
+static struct emu_qp_stats stats_of(struct qp_side *s)
 {
     struct emu_qp_stats st;
     emu_qp_get_stats(s->qp, &st);
-    return st.tx_writes;
+    return st;
+}
+
+static uint64_t tx_writes(struct qp_side *s)
+{
+    return stats_of(s).tx_writes;
 }
 
 static uint64_t held_posts(struct qp_side *s)
 {
-    struct emu_qp_stats st;
-    emu_qp_get_stats(s->qp, &st);
-    return st.held_posts;
+    return stats_of(s).held_posts;
 }
 
 /* Doorbell batching (emu_qp_post_send): with a consumer thread holding the
@@ -662,9 +670,7 @@ static void *post_from_thread(void *buf)
 
 START_TEST(t_posts_held_for_one_write)
 {
-    struct qpcfg ib = qp_defcfg;
-    ib.ib = true; /* a Send completes once the peer confirms it: unfinished meanwhile */
-    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    ib_pair_up(EMU_CRC_OFF); /* a Send completes once the peer confirms it: unfinished meanwhile */
     enum { N = 27 };
     static uint8_t src[N][64], dst[N + 1][64], in[64];
     for (int i = 0; i < N; i++) {
@@ -729,9 +735,7 @@ END_TEST
  * reply reaches the application first. */
 START_TEST(t_confirmation_after_the_pass)
 {
-    struct qpcfg ib = qp_defcfg;
-    ib.ib = true;
-    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    ib_pair_up(EMU_CRC_OFF);
     static uint8_t src[3][64], dst[3][64], in[64];
     for (int i = 0; i < 3; i++) {
         qp_fill(src[i], 64, 7u + (unsigned)i);
@@ -787,13 +791,6 @@ static void assert_sent_in_order(int n)
     }
 }
 
-static struct emu_qp_stats stats_of(struct qp_side *s)
-{
-    struct emu_qp_stats st;
-    emu_qp_get_stats(s->qp, &st);
-    return st;
-}
-
 static uint64_t probes_sent(struct qp_side *s)
 {
     return stats_of(s).placement_probes;
@@ -809,9 +806,7 @@ static uint64_t probes_sent(struct qp_side *s)
  * Send is probed as before. */
 START_TEST(t_quiet_sends_wait_for_a_wanted_probe)
 {
-    struct qpcfg ib = qp_defcfg;
-    ib.ib = true;
-    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    ib_pair_up(EMU_CRC_OFF);
     enum { N = 12 };
     static uint8_t src[64], dst[N][64], in[64];
     qp_fill(src, sizeof src, 5);
@@ -894,9 +889,7 @@ END_TEST
  * (100 us) later, and the prober's Send completes. */
 START_TEST(t_engine_keeps_probe_answer_for_the_reply)
 {
-    struct qpcfg ib = qp_defcfg;
-    ib.ib = true;
-    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    ib_pair_up(EMU_CRC_OFF);
     static uint8_t src[64], a_dst[4][64], b_dst[4][64];
     qp_fill(src, sizeof src, 7);
     for (int i = 0; i < 4; i++) {
@@ -918,7 +911,7 @@ START_TEST(t_engine_keeps_probe_answer_for_the_reply)
     ck_assert_int_eq(qp_post_send(&B, 101, src, 64, 0), 0); /* B posts: it replies */
     ck_assert(QP_WAIT_FOR(&A, A.nr >= 2));
     ck_assert_int_eq(qp_post_send(&A, 1, src, 64, 0), 0);
-    uint64_t w0 = stats_of(&B).tx_writes;
+    uint64_t w0 = tx_writes(&B);
     uint64_t t0 = emu_now_us();
     qp_unstall();
     while (qp_get_nr(&B) < 2 && emu_now_us() - t0 < 2000000)
@@ -929,7 +922,7 @@ START_TEST(t_engine_keeps_probe_answer_for_the_reply)
     ck_assert(QP_WAIT_FOR(&A, A.ns >= 2 && A.nr >= 3));
     ck_assert_int_eq(A.scq[1].status, EMU_WC_SUCCESS);
     if (prompt)
-        ck_assert_uint_eq(stats_of(&B).tx_writes - w0, 1);
+        ck_assert_uint_eq(tx_writes(&B) - w0, 1);
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(memcmp(b_dst[i], src, 64), 0);
     for (int i = 0; i < 3; i++)
@@ -945,9 +938,7 @@ END_TEST
  * suppressed Send (dtest) sees it succeed, not flushed. */
 START_TEST(t_abrupt_close_confirms_quiet_sends)
 {
-    struct qpcfg ib = qp_defcfg;
-    ib.ib = true;
-    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    ib_pair_up(EMU_CRC_OFF);
     static uint8_t src[64], dst[2][64], in[64];
     qp_fill(src, sizeof src, 11);
     for (int i = 0; i < 2; i++)
@@ -975,9 +966,7 @@ END_TEST
  * at once, not at the thread's next pass. */
 START_TEST(t_post_after_confirming_reply_not_held)
 {
-    struct qpcfg ib = qp_defcfg;
-    ib.ib = true;
-    qp_pair_up_cfg(&ib, &ib, EMU_CRC_OFF);
+    ib_pair_up(EMU_CRC_OFF);
     enum { N = 6 };
     static uint8_t src[64], dst[N + 1][64], in[64];
     qp_fill(src, sizeof src, 9);
