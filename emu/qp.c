@@ -329,7 +329,7 @@ int emu_qp_reset(struct emu_qp *qp)
     qp_rx_reset(qp);
     qp->rx.dead = false;
     qp->rx.err = 0;
-    qp->rx.bytes = qp->rx.fpdus = 0;
+    qp->rx.bytes = qp->rx.fpdus = qp->rx.small_fpdus = 0;
     qp->rx.cut_through = 0;
     qp->rx.rnr_stalls = 0;
     atomic_store(&qp->fatal_sent, false);
@@ -460,12 +460,18 @@ uint64_t emu_qp_consumer_tx_count(void)
     return atomic_load_explicit(&g_consumer_tx, memory_order_relaxed);
 }
 
-/* Frames this thread's passes have processed (emu_qp_thread_rx_fpdus). */
-static _Thread_local uint64_t tl_rx_fpdus;
+/* Frames this thread's passes have processed (emu_qp_thread_rx_fpdus),
+ * and of them those with a small payload (emu_qp_thread_rx_small_fpdus). */
+static _Thread_local uint64_t tl_rx_fpdus, tl_rx_small;
 
 uint64_t emu_qp_thread_rx_fpdus(void)
 {
     return tl_rx_fpdus;
+}
+
+uint64_t emu_qp_thread_rx_small_fpdus(void)
+{
+    return tl_rx_small;
 }
 
 /* Identifies the polling thread (struct qp_poll.thread). */
@@ -883,10 +889,11 @@ static int progress_rx(struct emu_qp *qp)
     int n = 0;
     if (qp->rx.attached && !qp->rx.dead && qp->rx.fd >= 0) {
         uint32_t before = qp->rx.ncomp;
-        uint64_t fpdus = qp->rx.fpdus;
+        uint64_t fpdus = qp->rx.fpdus, small = qp->rx.small_fpdus;
         int rc = consumer_rx_run(qp);
         n = (int)(qp->rx.ncomp - before);
         tl_rx_fpdus += qp->rx.fpdus - fpdus;
+        tl_rx_small += qp->rx.small_fpdus - small;
         if (rc != EMU_RX_OK && !atomic_exchange(&qp->poll.off, true)) {
             /* End of stream or an error: the engine reports it (it may be
              * parked by a lease), and no lease is given from now on. */

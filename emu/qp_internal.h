@@ -319,6 +319,7 @@ struct qp_rx {
     struct emu_cqe rxc[QP_RX_CQES]; /* receive completions of this qp_rx_run, delivered at its end */
     uint32_t rxc_n;
     uint64_t bytes, fpdus;
+    uint64_t small_fpdus;       /* of fpdus: payload below QP_DIRECT_MIN (a waiter's input window) */
     uint64_t bytes_in_place;    /* of bytes: read straight into the target */
     uint64_t consumer_runs;     /* consumer_rx_run calls (statistics) */
     uint64_t cut_through;       /* CRC on: of bytes, placed before their FPDU's CRC was checked */

@@ -76,6 +76,8 @@ static int seg_done(struct emu_qp *qp)
         }
     }
     qp->rx.fpdus++;
+    if (h->payload_len < QP_DIRECT_MIN)
+        qp->rx.small_fpdus++;
     emu_mem_put(&qp->rx.wref);
     if (emu_fault_hit(EMU_FAULT_DROP)) { /* SOFTDAT_FAULT drop=: the connection breaks here */
         struct emu_term t;

@@ -218,8 +218,9 @@ void sd_evq_arm_progress(struct sd_evq *q, bool armed);
  * that brought nothing up to SD_EVQ_SLEEP_CHUNK_MAX_MS, so that an idle
  * waiter wakes a few times a second only. done runs when a waiter leaves
  * after a chunk longer than the first. input (may be NULL): a waiter
- * whose progress calls process input without an event for it (a stream of
- * RDMA Writes into its memory, whose probes it answers) spins on for
+ * whose progress calls process small frames without an event for it (a
+ * stream of small RDMA Writes into its memory, whose probes it answers;
+ * emu_qp_thread_rx_small_fpdus: large ones do not count) spins on for
  * another poll_us after each such call, and after a wake-up by input,
  * instead of sleeping between every two bursts: each sleep costs a
  * wake-up on the sending side's system call and a context switch here. */

@@ -174,7 +174,7 @@ void sd_progress_evd_init(struct sd_evd *evd)
     sd_evq_set_progress(&evd->q, sd_progress_evd_pass, evd, sd_progress_poll_us());
     if (g_lease_us > 0)
         sd_evq_set_sleep(&evd->q, sd_progress_evd_sleep, sd_progress_evd_sleep_done,
-                         emu_qp_thread_rx_fpdus);
+                         emu_qp_thread_rx_small_fpdus);
     sd_evq_arm_progress(&evd->q, false);
 }
 

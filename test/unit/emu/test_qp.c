@@ -639,9 +639,8 @@ static uint64_t held_posts(struct qp_side *s)
  * steps take under a sanitizer), A's engine parked behind it: the lease's
  * start makes the engine look (emu_qp_poll_lease). Then B sends A one
  * message, which waits in the socket for A's thread, not the engine. */
-static void lease_a_to_test_thread(uint8_t *in, size_t len)
+static void hold_a_lease(void)
 {
-    ck_assert_int_eq(emu_qp_post_recv(A.qp, 0, 1, &(struct emu_sge){in, len}), 0);
     int looks = atomic_load(&A.rx_hook_calls);
     /* 2 ms of close passes, and more until the lease holds (up to 1 s): a
      * preemption longer than QP_POLL_GAP_US restarts the run that earns
@@ -657,6 +656,12 @@ static void lease_a_to_test_thread(uint8_t *in, size_t len)
     }
     ck_assert_uint_gt(emu_qp_poll_lease_left_us(A.qp), 500000);
     ck_assert(engine_looked(&A, looks));
+}
+
+static void lease_a_to_test_thread(uint8_t *in, size_t len)
+{
+    ck_assert_int_eq(emu_qp_post_recv(A.qp, 0, 1, &(struct emu_sge){in, len}), 0);
+    hold_a_lease();
     ck_assert_int_eq(qp_post_send(&B, 900, in, len, 0), 0);
     usleep(20000);
     ck_assert_int_eq(qp_get_nr(&A), 0);
@@ -667,6 +672,42 @@ static void *post_from_thread(void *buf)
     ck_assert_int_eq(qp_post_send(&A, 23, buf, 64, 0), 0);
     return NULL;
 }
+
+/* What keeps a waiter's spin window open is the small frames its passes
+ * read, not every frame: on a stream of 64 KiB frames it sleeps between
+ * arrivals instead of reading each arrival's few kilobytes in a system
+ * call of its own (lib/provider/progress.c, docs/perf.md §11). Here the
+ * test thread holds A's lease, so its passes read everything B sends: a
+ * 100,000-byte Send (two frames of 16 KiB or more) and a 64-byte one. */
+START_TEST(t_thread_counts_small_frames_apart)
+{
+    qp_pair_up();
+    enum { BIG = 100000, SMALL = 64 };
+    uint8_t *src = malloc(BIG), *big = calloc(1, BIG), small[SMALL];
+    qp_fill(src, BIG, 9);
+    ck_assert_int_eq(emu_qp_post_recv(A.qp, 1, 1, &(struct emu_sge){big, BIG}), 0);
+    ck_assert_int_eq(emu_qp_post_recv(A.qp, 2, 1, &(struct emu_sge){small, SMALL}), 0);
+    hold_a_lease();
+    uint64_t f0 = emu_qp_thread_rx_fpdus(), s0 = emu_qp_thread_rx_small_fpdus();
+    ck_assert_int_eq(qp_post_send(&B, 1, src, BIG, 0), 0);
+    ck_assert_int_eq(qp_post_send(&B, 2, src, SMALL, 0), 0);
+    uint64_t t0 = emu_now_us();
+    while (qp_get_nr(&A) < 2 && emu_now_us() - t0 < 5000000) {
+        emu_qp_poll_lease(A.qp, 1000000, emu_now_us());
+        emu_qp_progress(A.qp);
+        emu_qp_poll_pass_end();
+    }
+    ck_assert_int_eq(qp_get_nr(&A), 2);
+    ck_assert_int_eq(memcmp(big, src, BIG), 0);
+    ck_assert_int_eq(memcmp(small, src, SMALL), 0);
+    uint64_t frames = emu_qp_thread_rx_fpdus() - f0, small_frames = emu_qp_thread_rx_small_fpdus() - s0;
+    ck_assert_uint_ge(small_frames, 1); /* the 64-byte Send (and any probe) */
+    ck_assert_uint_eq(frames - small_frames, 2); /* the large Send's two frames */
+    free(src);
+    free(big);
+    qp_pair_down();
+}
+END_TEST
 
 START_TEST(t_posts_held_for_one_write)
 {
@@ -1994,6 +2035,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_write_then_send);
     tcase_add_test(tc, t_large_writes_read_in_place);
     tcase_add_test(tc, t_tx_backlog_beyond_one_pass);
+    tcase_add_test(tc, t_thread_counts_small_frames_apart);
     tcase_add_test(tc, t_posts_held_for_one_write);
     tcase_add_test(tc, t_confirmation_after_the_pass);
     tcase_add_test(tc, t_quiet_sends_wait_for_a_wanted_probe);
