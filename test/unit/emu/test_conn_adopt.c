@@ -6,21 +6,7 @@
 #include <fcntl.h>
 
 #include "test/lib/conn_fixture.h"
-
-static void tcp_pair4(int *a, int *b)
-{
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in s = a4(0);
-    ck_assert_int_eq(bind(l, (struct sockaddr *)&s, sizeof s), 0);
-    ck_assert_int_eq(listen(l, 1), 0);
-    socklen_t sl = sizeof s;
-    getsockname(l, (struct sockaddr *)&s, &sl);
-    *a = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_eq(connect(*a, (struct sockaddr *)&s, sl), 0);
-    *b = accept(l, NULL, NULL);
-    ck_assert_int_ge(*b, 0);
-    close(l);
-}
+#include "test/lib/tcp_pair.h"
 
 static bool fd_open(int fd)
 {
@@ -43,7 +29,7 @@ static const struct emu_listener_ops adopt_lops = {.request = on_request, .lost 
 START_TEST(adopted_both_sides)
 {
     int a, b;
-    tcp_pair4(&a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     struct lis l;
     struct side ps, cs;
     lis_init(&l, L_ACCEPT);
@@ -109,7 +95,7 @@ END_TEST
 START_TEST(listener_free_gives_back)
 {
     int a, b;
-    tcp_pair4(&a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     int fl = fcntl(b, F_GETFL);
     struct lis l;
     lis_init(&l, L_MANUAL);
@@ -135,7 +121,7 @@ END_TEST
 START_TEST(listener_lost)
 {
     int a, b;
-    tcp_pair4(&a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     struct lis l;
     lis_init(&l, L_MANUAL);
     struct emu_listener *ls = NULL;
@@ -162,7 +148,7 @@ END_TEST
 START_TEST(connect_fd_rejected_gives_back)
 {
     int a, b;
-    tcp_pair4(&a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     struct lis l;
     lis_init(&l, L_REJECT);
     struct emu_listener *ls = NULL;

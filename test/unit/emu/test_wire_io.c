@@ -14,21 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static void tcp_pair(int *a, int *b)
-{
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(l, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof sa), 0);
-    ck_assert_int_eq(listen(l, 1), 0);
-    socklen_t sl = sizeof sa;
-    ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
-    *a = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_eq(connect(*a, (struct sockaddr *)&sa, sizeof sa), 0);
-    *b = accept(l, NULL, NULL);
-    ck_assert_int_ge(*b, 0);
-    close(l);
-}
+#include "test/lib/tcp_pair.h"
 
 /* Read exactly len bytes from fd (blocking, bounded by len). */
 static void read_all(int fd, uint8_t *buf, size_t len)
@@ -74,7 +60,7 @@ START_TEST(stream_bytes_in_order)
     const size_t *sets[] = {small, at_limit, past_limit};
     const int counts[] = {10, 5, 5};
     int a, b;
-    tcp_pair(&a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     struct emu_wire_ep ep;
     emu_wire_ep_init(&ep, false, 0, 0);
     for (int s = 0; s < 3; s++) {
@@ -103,7 +89,7 @@ END_TEST
 START_TEST(partial_send_is_a_prefix)
 {
     int a, b;
-    tcp_pair(&a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     int small_buf = 4096;
     ck_assert_int_eq(setsockopt(a, SOL_SOCKET, SO_SNDBUF, &small_buf, sizeof small_buf), 0);
     ck_assert_int_eq(setsockopt(b, SOL_SOCKET, SO_RCVBUF, &small_buf, sizeof small_buf), 0);
@@ -210,7 +196,7 @@ static void seen_release(void *ctx, struct emu_wire_ep *ep)
 START_TEST(observer_sees_the_bytes)
 {
     int a, b;
-    tcp_pair(&a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     static const struct emu_wire_observer obs = {.bytes = seen_bytes, .release = seen_release};
     g_seen_len = 0;
     emu_wire_observe(&obs);

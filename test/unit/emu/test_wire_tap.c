@@ -23,23 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static char g_trace[256], g_pcap[256];
+#include "test/lib/tcp_pair.h"
 
-static void tcp_pair(int *a, int *b)
-{
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(l, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    ck_assert_int_eq(bind(l, (struct sockaddr *)&sa, sizeof sa), 0);
-    ck_assert_int_eq(listen(l, 1), 0);
-    socklen_t sl = sizeof sa;
-    ck_assert_int_eq(getsockname(l, (struct sockaddr *)&sa, &sl), 0);
-    *a = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_eq(connect(*a, (struct sockaddr *)&sa, sizeof sa), 0);
-    *b = accept(l, NULL, NULL);
-    ck_assert_int_ge(*b, 0);
-    close(l);
-}
+static char g_trace[256], g_pcap[256];
 
 /* Both ends of a loopback TCP connection with their wire endpoints
  * (IA ids 1 and ia_b), and their teardown: endpoints first (the tap
@@ -51,7 +37,7 @@ struct pair {
 };
 static void pair_up(struct pair *p, uint32_t ia_b)
 {
-    tcp_pair(&p->a, &p->b);
+    test_tcp_pair(AF_INET, &p->a, &p->b);
     emu_wire_ep_init(&p->ea, false, 1, 0);
     emu_wire_ep_init(&p->eb, false, ia_b, 0);
 }

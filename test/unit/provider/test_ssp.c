@@ -13,6 +13,7 @@
 #include <dat2/dat_iw_extensions.h>
 
 #include "test/lib/rc_pair.h"
+#include "test/lib/tcp_pair.h"
 
 static DAT_RETURN ext(DAT_PROVIDER *p, DAT_HANDLE h, DAT_EXTENDED_OP op, ...)
 {
@@ -36,35 +37,6 @@ static DAT_RETURN sock_connect(DAT_PROVIDER *p, DAT_EP_HANDLE ep, int fd, DAT_TI
 }
 
 /* A connected pair of TCP sockets over `addr` (127.0.0.1 or ::1). */
-static void tcp_pair(int family, int *a, int *b)
-{
-    int l = socket(family, SOCK_STREAM, 0);
-    ck_assert_int_ge(l, 0);
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    socklen_t len;
-    if (family == AF_INET) {
-        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-        s4->sin_family = AF_INET;
-        s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        len = sizeof *s4;
-    } else {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_addr = in6addr_loopback;
-        len = sizeof *s6;
-    }
-    ck_assert_int_eq(bind(l, (struct sockaddr *)&ss, len), 0);
-    ck_assert_int_eq(listen(l, 1), 0);
-    socklen_t sl = sizeof ss;
-    ck_assert_int_eq(getsockname(l, (struct sockaddr *)&ss, &sl), 0);
-    *a = socket(family, SOCK_STREAM, 0);
-    ck_assert_int_eq(connect(*a, (struct sockaddr *)&ss, sl), 0);
-    *b = accept(l, NULL, NULL);
-    ck_assert_int_ge(*b, 0);
-    close(l);
-}
-
 static void read_exact(int fd, void *buf, size_t n)
 {
     char *p = buf;
@@ -94,7 +66,7 @@ START_TEST(ssp_model_end_to_end)
     rp_attr(&at, DAT_COMPLETION_EVD_THRESHOLD_FLAG, DAT_COMPLETION_EVD_THRESHOLD_FLAG);
     DAT_EP_HANDLE cep = rp_ep(&c, &at), sep = rp_ep(&s, &at);
     int a, b;
-    tcp_pair(AF_INET, &a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     /* Streaming mode first: the application's own protocol. */
     ck_assert_int_eq(write(a, "ping", 4), 4);
     char buf[16];
@@ -165,7 +137,7 @@ START_TEST(ssp_create_errors)
     rp_side_open(&s, p);
     DAT_EP_HANDLE ep = rp_ep(&s, NULL);
     int a, b;
-    tcp_pair(AF_INET, &a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     DAT_IW_SSP_HANDLE ssp = DAT_HANDLE_NULL, ssp2;
     static char junk[64];
     ck_assert_dat_err(ssp_create(p, (DAT_IA_HANDLE)(junk + 8), b, ep, s.cr, NULL, 0, &ssp), DAT_INVALID_HANDLE,
@@ -184,7 +156,7 @@ START_TEST(ssp_create_errors)
     ck_assert_dat_err(ssp_create(p, s.ia, udp, ep, s.cr, NULL, 0, &ssp), DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
     /* A socket not routed through this IA (::1 for an IA on 127.0.0.1). */
     int a6, b6;
-    tcp_pair(AF_INET6, &a6, &b6);
+    test_tcp_pair(AF_INET6, &a6, &b6);
     ck_assert_dat_err(ssp_create(p, s.ia, b6, ep, s.cr, NULL, 0, &ssp), DAT_INVALID_STATE, 0);
     ck_assert_ptr_null(ssp);
     ck_assert_int_eq(rp_state(&s, ep), DAT_EP_STATE_UNCONNECTED);
@@ -251,7 +223,7 @@ START_TEST(ssp_socket_down)
     ck_assert_int_eq(q.ssp_state, DAT_IW_SSP_STATE_NON_OPERATIONAL);
     /* The peer closes before sending a Request. */
     int a, b;
-    tcp_pair(AF_INET, &a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     ck_assert_dat_ok(ssp_create(p, s.ia, b, ep2, s.cr, NULL, 0, &ssp2));
     close(a);
     ev = rp_wait(&s, s.cr, (DAT_EVENT_NUMBER)DAT_CONNECTION_EVENT_SOCKET_DOWN);
@@ -276,7 +248,7 @@ START_TEST(socket_connect_errors_and_reject)
     rp_side_open(&s, p);
     DAT_EP_HANDLE cep = rp_ep(&c, NULL), sep = rp_ep(&s, NULL);
     int a, b;
-    tcp_pair(AF_INET, &a, &b);
+    test_tcp_pair(AF_INET, &a, &b);
     static char junk[64];
     char big[300] = {0};
     ck_assert_dat_err(sock_connect(p, (DAT_EP_HANDLE)(junk + 8), a, 1000000, 0, NULL), DAT_INVALID_HANDLE,
@@ -293,7 +265,7 @@ START_TEST(socket_connect_errors_and_reject)
     int un = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_dat_err(sock_connect(p, cep, un, 1000000, 0, NULL), DAT_INVALID_STATE, 0);
     int a6, b6;
-    tcp_pair(AF_INET6, &a6, &b6);
+    test_tcp_pair(AF_INET6, &a6, &b6);
     ck_assert_dat_err(sock_connect(p, cep, a6, 1000000, 0, NULL), DAT_INVALID_STATE, 0);
     /* Unconfigured EP (no connect EVD). */
     DAT_EP_HANDLE bare;
