@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -199,69 +198,6 @@ void emu_tcp_congestion_apply(int fd, const struct sockaddr *sa)
     }
 }
 
-/* net.core.rmem_max, read once: the most SO_RCVBUF may ask for (the
- * kernel doubles it). 0 when unknown. */
-static pthread_once_t g_rmem_once = PTHREAD_ONCE_INIT;
-static long g_rmem_max;
-
-static void rmem_max_read(void)
-{
-    FILE *f = fopen("/proc/sys/net/core/rmem_max", "r");
-    if (f == NULL)
-        return;
-    long v = 0;
-    if (fscanf(f, "%ld", &v) == 1 && v > 0)
-        g_rmem_max = v;
-    fclose(f);
-}
-
-long emu_tcp_rcvbuf_choice(const char *env, bool loopback, long rmem_max)
-{
-    if (env == NULL || *env == '\0' || strcasecmp(env, "auto") == 0) {
-        if (!loopback || rmem_max < EMU_TCP_RCVBUF_MIN_AUTO)
-            return 0;
-        return rmem_max < EMU_TCP_RCVBUF_AUTO ? rmem_max : EMU_TCP_RCVBUF_AUTO;
-    }
-    if (strcasecmp(env, "system") == 0)
-        return 0;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(env, &end, 10);
-    if (errno != 0 || end == env || *end != '\0' || v < 4096 || v > (1L << 30))
-        return -1;
-    return v;
-}
-
-/* The receive buffer of a connection's socket (emu_tcp_rcvbuf_choice).
- * Linux grows a socket's receive buffer from what its reader takes each
- * round trip. softdat reads one FPDU at a time, the next one's bytes still
- * queued, and on a loopback stream (kernel 6.18) the buffer stayed at
- * 380-470 KiB where raw TCP's reader took its own to 4.6 MiB: the sender
- * was window-limited 99.6% of the time (ss -i), and each window update
- * sent its segments from the reader's CPU. A fixed
- * 4 MiB (8 MiB to the kernel): 1 MiB send_bw 0.69 -> 0.85x raw TCP,
- * write_bw 0.71 -> 0.82 (medians of 10 alternated rounds; perf.md §11
- * says how noisy). Not where the network has a real delay: there the
- * kernel's tuning may go further than a fixed size. */
-static void rcvbuf_apply(int fd, const struct sockaddr *sa)
-{
-    pthread_once(&g_rmem_once, rmem_max_read);
-    const char *env = getenv("SOFTDAT_TCP_RCVBUF");
-    long v = emu_tcp_rcvbuf_choice(env, emu_sockaddr_is_loopback(sa), g_rmem_max);
-    if (v < 0) {
-        static atomic_bool said;
-        if (!atomic_exchange(&said, true))
-            SD_WARN("conn", "SOFTDAT_TCP_RCVBUF=%s not understood (auto, system, or 4096-1073741824 bytes): "
-                            "auto",
-                    env);
-        v = emu_tcp_rcvbuf_choice(NULL, emu_sockaddr_is_loopback(sa), g_rmem_max);
-    }
-    if (v > 0) {
-        int b = (int)v;
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof b);
-    }
-}
-
 /* A peer that vanishes without a FIN or RST (its host died, the link was
  * cut) is noticed within the peer timeout, not the kernel's two hours of
  * keepalive or fifteen minutes of retransmissions: keepalive probes when
@@ -270,16 +206,13 @@ static void rcvbuf_apply(int fd, const struct sockaddr *sa)
  * The connection then breaks (ETIMEDOUT -> BROKEN) and every outstanding
  * DTO completes FLUSHED. end (the target, the listener's address, an
  * adopted socket's peer; NULL: unknown) decides the congestion control
- * (emu_tcp_congestion_apply) and the receive buffer (rcvbuf_apply). Before
- * connect or listen: the window scale is chosen at the handshake. */
+ * (emu_tcp_congestion_apply). */
 void conn_sock_tune(int fd, const struct sockaddr *end)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (end != NULL) {
+    if (end != NULL)
         emu_tcp_congestion_apply(fd, end);
-        rcvbuf_apply(fd, end);
-    }
     unsigned ms = emu_conn_peer_timeout_ms();
     int idle = (int)(ms / 2000u), intvl = (int)(ms / 6000u), cnt = 3;
     if (idle < 1)
