@@ -259,8 +259,8 @@ uint64_t emu_qp_thread_rx_fpdus(void);
 /* Of those, the frames whose payload is small enough (below 16 KiB) that
  * sleeping between them would cost more than the frames: what keeps a
  * waiter's spin window open (lib/provider/progress.c). A stream of large
- * payloads does not: a waiter spinning on one read each arrival's few
- * kilobytes with a system call of its own, on a CPU the sender needed. */
+ * payloads does not: a waiter that spun on one read every arrival's few
+ * kilobytes in a system call of its own, on a CPU the sender needed. */
 uint64_t emu_qp_thread_rx_small_fpdus(void);
 /* How many times a consumer pass continued a send side that waited for
  * socket space (instead of the engine thread), process-wide, for tests. */
