@@ -662,9 +662,9 @@ static uint64_t us_since(uint64_t now, uint64_t then)
     return now > then ? now - then : 0;
 }
 
-uint64_t qp_us_since_post(struct emu_qp *qp)
+uint64_t qp_us_since_post(struct emu_qp *qp, uint64_t now)
 {
-    return us_since(qp_clock(), atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed));
+    return us_since(now, atomic_load_explicit(&qp->poll.last_post_us, memory_order_relaxed));
 }
 
 /* Send what waits for this QP's next transmit pass: posts held for a
@@ -679,18 +679,25 @@ static void flush_deferred(struct emu_qp *qp, bool force)
     bool posts = atomic_load_explicit(&qp->poll.posts_held, memory_order_relaxed);
     bool answers = atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed);
     bool owed = atomic_load_explicit(&qp->tx.confirm_owed, memory_order_relaxed);
+    /* One clock reading for the checks below: outside a pass or a post
+     * (the engine) each qp_clock() is a clock read. */
+    uint64_t now = 0;
     if (answers && !force && !posts) {
         /* Only a QP that sends now and then (a ping-pong's replies) is
          * worth waiting for: a pure receiver's answers go at once, or the
          * peer's Writes complete QP_DEFER_US later. */
-        if (us_since(qp_clock(), atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed)) < QP_DEFER_US &&
-            qp_us_since_post(qp) < QP_DEFER_RECENT_US)
+        now = qp_clock();
+        if (us_since(now, atomic_load_explicit(&qp->irq.deferred_us, memory_order_relaxed)) < QP_DEFER_US &&
+            qp_us_since_post(qp, now) < QP_DEFER_RECENT_US)
             answers = false;
     }
     bool probe = atomic_load_explicit(&qp->tx.probe_owed, memory_order_acquire);
-    if (probe && !force &&
-        us_since(qp_clock(), atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed)) < QP_PROBE_DEFER_US)
-        probe = false;
+    if (probe && !force) {
+        if (now == 0)
+            now = qp_clock();
+        if (us_since(now, atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed)) < QP_PROBE_DEFER_US)
+            probe = false;
+    }
     if (!posts && !answers && !owed && !probe)
         return;
     pthread_mutex_lock(&qp->tx.lock);

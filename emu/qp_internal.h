@@ -393,8 +393,9 @@ bool qp_engine_parked(struct emu_qp *qp);
 uint64_t qp_clock(void);
 /* A post's clock is stale once it wrote to the socket (qp_tx_pump). */
 void qp_clock_wrote(void);
-/* Microseconds since this QP's last send-queue post (qp_clock). */
-uint64_t qp_us_since_post(struct emu_qp *qp);
+/* Microseconds from this QP's last send-queue post to now (a qp_clock()
+ * reading the caller has). */
+uint64_t qp_us_since_post(struct emu_qp *qp, uint64_t now);
 
 /* qp_rx.c (rx.lock held). qp_rx_run: EMU_RX_OK, EMU_RX_EOF, QP_RX_STALL
  * or a negative errno (a protocol failure, after qp_rx_fail: rx.dead is

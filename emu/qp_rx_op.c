@@ -511,15 +511,18 @@ static int rreq_finish(struct emu_qp *qp)
      * (The engine itself never runs parked: emu_qp_rx clears engine_parked
      * before it reads.) */
     bool keep = false;
+    uint64_t now = 0; /* the engine's reading, kept for deferred_us: one clock read */
     if (r->size == 0) {
-        if (qp->rx.consumer_pass)
+        if (qp->rx.consumer_pass) {
             keep = qp_engine_parked(qp);
-        else
-            keep = qp_us_since_post(qp) < QP_DEFER_RECENT_US;
+        } else {
+            now = qp_clock();
+            keep = qp_us_since_post(qp, now) < QP_DEFER_RECENT_US;
+        }
     }
     if (keep) {
         if (!atomic_load_explicit(&qp->irq.deferred, memory_order_relaxed))
-            atomic_store_explicit(&qp->irq.deferred_us, qp_clock(), memory_order_relaxed);
+            atomic_store_explicit(&qp->irq.deferred_us, now != 0 ? now : qp_clock(), memory_order_relaxed);
         atomic_store_explicit(&qp->irq.deferred, true, memory_order_relaxed);
         if (!qp->rx.consumer_pass)
             qp->rx.answer_kept = true;

@@ -60,7 +60,6 @@ void emu_wire_ep_fini(struct emu_wire_ep *ep)
 #ifdef WIRE_LIBC_CALLS
 #define sys_sendmsg sendmsg
 #define sys_recvmsg recvmsg
-#define sys_send send
 #define sys_sendto sendto
 #define sys_recv recv
 #else
@@ -72,11 +71,6 @@ static inline ssize_t sys_sendmsg(int fd, const struct msghdr *mh, int flags)
 static inline ssize_t sys_recvmsg(int fd, struct msghdr *mh, int flags)
 {
     return syscall(SYS_recvmsg, fd, mh, flags);
-}
-
-static inline ssize_t sys_send(int fd, const void *buf, size_t len, int flags)
-{
-    return syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
 }
 
 static inline ssize_t sys_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *to,
@@ -173,7 +167,7 @@ ssize_t emu_wire_recv(struct emu_wire_ep *ep, int fd, struct msghdr *mh, int fla
 ssize_t emu_wire_send1(struct emu_wire_ep *ep, int fd, const void *buf, size_t len, int flags)
 {
     uint64_t t0 = began();
-    ssize_t n = sys_send(fd, buf, len, flags);
+    ssize_t n = sys_sendto(fd, buf, len, flags, NULL, 0);
     if (__builtin_expect(t0 != 0, 0)) {
         struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
         struct msghdr mh = {.msg_iov = &v, .msg_iovlen = 1};
