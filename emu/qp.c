@@ -433,6 +433,20 @@ void emu_qp_detach(struct emu_qp *qp)
     pthread_mutex_unlock(&qp->rx.lock);
 }
 
+void emu_qp_unlink(struct emu_qp *qp)
+{
+    if (!qp)
+        return;
+    /* Both locks: the link is read under either (struct qp_link). */
+    pthread_mutex_lock(&qp->rx.lock);
+    pthread_mutex_lock(&qp->tx.lock);
+    qp->rx.fd = -1;
+    qp->link.c = NULL;
+    qp->link.wire = NULL;
+    pthread_mutex_unlock(&qp->tx.lock);
+    pthread_mutex_unlock(&qp->rx.lock);
+}
+
 /* The polling thread's clock (emu_now_us) when its last polling pass or
  * send post ended (0: it never polled). */
 static _Thread_local uint64_t tl_poll_idle_from;

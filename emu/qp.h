@@ -181,10 +181,18 @@ void emu_qp_destroy(struct emu_qp *qp);
 int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id);
 int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd);
 void emu_qp_tx(struct emu_qp *qp);
-/* The owner's emu_conn_ops.detach must call this (and the owner calls it
- * itself before emu_conn_free): consumer threads in emu_qp_progress stop
- * touching the socket. Transmit is unaffected (emu_conn_writev is safe). */
+/* The owner's emu_conn_ops.detach must call this: consumer threads in
+ * emu_qp_progress stop touching the socket. Transmit is unaffected (emu_conn_writev is safe). */
 void emu_qp_detach(struct emu_qp *qp);
+/* The owner is about to emu_conn_free the connection: the QP lets go of
+ * it entirely (socket and link), so that a consumer thread's later pass
+ * over this QP (a lease's engine kick, a transmit, a disconnect) cannot
+ * reach a connection the engine has already released. A connection freed
+ * while established lingers and is released by the engine on its own
+ * time, while the QP may still be in a polling consumer's set. Transmit
+ * then finds no connection; the QP can only be flushed, reset or
+ * destroyed. */
+void emu_qp_unlink(struct emu_qp *qp);
 /* Graceful: stop accepting posts, finish handing queued bytes to the
  * socket, then emu_conn_disconnect(c, true). Abrupt: emu_conn_disconnect(c,
  * false) at once. Outstanding WRs then flush. */

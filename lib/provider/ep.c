@@ -224,7 +224,7 @@ static void ep_teardown(struct sd_handle *h)
     if (c != NULL) {
         if (ep->qp != NULL) {
             emu_qp_quiesce(ep->qp); /* the peer's last Send gets its confirmation */
-            emu_qp_detach(ep->qp);
+            emu_qp_unlink(ep->qp); /* a spinner's pass may reach the QP until sd_progress_remove */
         }
         emu_conn_free(c);
     }
@@ -912,7 +912,7 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
         /* The connection is terminal: freeing it delivers nothing more. */
         if (c != NULL) {
             if (ep->qp != NULL)
-                emu_qp_detach(ep->qp);
+                emu_qp_unlink(ep->qp);
             emu_conn_free(c);
         }
         if (ep->qp != NULL)

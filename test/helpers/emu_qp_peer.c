@@ -337,7 +337,7 @@ int main(int argc, char **argv)
     else
         rc = 2;
     if (P.c) {
-        emu_qp_detach(P.qp);
+        emu_qp_unlink(P.qp);
         emu_conn_free(P.c);
     }
     emu_engine_destroy(P.e);

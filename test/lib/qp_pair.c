@@ -255,7 +255,7 @@ void qp_pair_up(void)
 static void side_teardown(struct qp_side *s)
 {
     if (s->c) {
-        emu_qp_detach(s->qp);
+        emu_qp_unlink(s->qp);
         emu_conn_free(s->c);
     }
     emu_qp_destroy(s->qp);
