@@ -489,6 +489,7 @@ END_TEST
 
 struct spinner {
     struct side *s;
+    bool wait; /* dat_evd_wait with a short timeout (spin window, then asleep on the sockets) */
     atomic_bool stop;
     unsigned long spins;
 };
@@ -498,23 +499,31 @@ static void *spin_main(void *arg)
     struct spinner *sp = arg;
     while (!atomic_load(&sp->stop)) {
         DAT_EVENT ev;
-        (void)sp->s->p->evd_dequeue_func(sp->s->dto, &ev); /* flushed receives come and go */
+        DAT_COUNT n;
+        /* flushed receives come and go */
+        if (sp->wait)
+            (void)sp->s->p->evd_wait_func(sp->s->dto, 2000, 1, &ev, &n);
+        else
+            (void)sp->s->p->evd_dequeue_func(sp->s->dto, &ev);
         sp->spins++;
     }
     return NULL;
 }
 
-/* Threads spin on both DTO EVDs (driving progress of whatever is
- * registered) while EPs are connected, disconnected, reset and freed
- * under them. ASan/TSan builds catch any use of a freed QP or EP. */
-START_TEST(free_and_disconnect_while_spinning)
+/* Threads dequeue from (or wait on) both DTO EVDs, driving progress of
+ * whatever is registered, while EPs are connected, disconnected, reset and
+ * freed under them. ASan/TSan builds catch any use of a freed QP or EP;
+ * a connection freed while established and released by its engine while
+ * a consumer still passed over the QP crashed even without them
+ * (test_qp_lifetime, docs/reliability.md). */
+static void lifecycle_under_consumers(const char *ia_name, bool wait)
 {
-    DAT_PROVIDER *p = fx_provider("t-prog-life", "lo", DAT_FALSE);
+    DAT_PROVIDER *p = fx_provider(ia_name, "lo", DAT_FALSE);
     struct side s, c;
     side_open(&s, p);
     side_open(&c, p);
     uint64_t reg0 = registered();
-    struct spinner ss = {.s = &s}, cs = {.s = &c};
+    struct spinner ss = {.s = &s, .wait = wait}, cs = {.s = &c, .wait = wait};
     atomic_init(&ss.stop, false);
     atomic_init(&cs.stop, false);
     pthread_t t1, t2;
@@ -528,7 +537,7 @@ START_TEST(free_and_disconnect_while_spinning)
         }
         connect_pair(&c, cep, &s, sep);
         for (int i = 0; i < 4; i++)
-            post_send(&c, cep, (uint64_t)i); /* the spinners reap these */
+            post_send(&c, cep, (uint64_t)i); /* the consumers reap these */
         switch (round % 3) {
         case 0: /* free both while connected: no terminal event */
             ck_assert_dat_ok(p->ep_free_func(cep));
@@ -560,6 +569,17 @@ START_TEST(free_and_disconnect_while_spinning)
     side_close(&c);
     side_close(&s);
     ck_assert_uint_eq(sd_handle_live_count(), 0);
+}
+
+START_TEST(free_and_disconnect_while_spinning)
+{
+    lifecycle_under_consumers("t-prog-life", false);
+}
+END_TEST
+
+START_TEST(free_and_disconnect_while_waiting)
+{
+    lifecycle_under_consumers("t-prog-life-w", true);
 }
 END_TEST
 
@@ -1074,6 +1094,7 @@ int main(void)
     tcase_add_test(tc, pingpong_wait_engines_live);
     tcase_add_test(tc, send_answering_receive_before_established_event);
     tcase_add_test(tc, free_and_disconnect_while_spinning);
+    tcase_add_test(tc, free_and_disconnect_while_waiting);
     tcase_add_test(tc, ia_close_under_polling_waiter);
     tcase_add_test(tc, adaptive_spin_backs_off);
     tcase_add_test(tc, dto_spinner_yields_only_after_finding_nothing);
