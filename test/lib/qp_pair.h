@@ -1,8 +1,8 @@
 /* Two engines in one process over 127.0.0.1, each with a memory table,
  * PZs and a QP, connected A (active) -> B (passive): the emu/qp tests
- * (test_qp.c, test_qp_crc.c). Completions are recorded per side; a side
- * can be "raw" (no QP attached: the test writes FPDUs itself). Linked from
- * test/lib/ (libsdtest.a). */
+ * (test_qp.c, test_qp_poll.c, test_qp_lifetime.c, test_qp_crc.c).
+ * Completions are recorded per side; a side can be "raw" (no QP attached:
+ * the test writes FPDUs itself). Linked from test/lib/ (libsdtest.a). */
 #ifndef SOFTDAT_TEST_LIB_QP_PAIR_H
 #define SOFTDAT_TEST_LIB_QP_PAIR_H
 
