@@ -182,7 +182,7 @@ static const char *congestion_for(const struct sockaddr *sa)
  * A kernel default that paces (bbr, Debian's choice) only delays loopback:
  * a message just past the 64 KiB loopback MSS waits a pacing gap for its
  * last segment, and its receiver a wake-up more for it (64 KiB send_bw
- * 1.8 GB/s paced, 4.4 with reno; perf.md §14). Reno is built into every
+ * 1.8 GB/s paced, 4.4 with reno; perf.md §15). Reno is built into every
  * kernel and allowed to every user. A choice the kernel refuses leaves the
  * default, said once. */
 void emu_tcp_congestion_apply(int fd, const struct sockaddr *sa)
