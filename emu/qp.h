@@ -182,7 +182,8 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id);
 int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd);
 void emu_qp_tx(struct emu_qp *qp);
 /* The owner's emu_conn_ops.detach must call this: consumer threads in
- * emu_qp_progress stop touching the socket. Transmit is unaffected (emu_conn_writev is safe). */
+ * emu_qp_progress stop touching the socket. Transmit is unaffected
+ * (emu_conn_writev is safe). */
 void emu_qp_detach(struct emu_qp *qp);
 /* The owner is about to emu_conn_free the connection: the QP lets go of
  * it entirely (socket and link), so that a consumer thread's later pass
