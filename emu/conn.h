@@ -370,6 +370,16 @@ bool emu_sockaddr_is_loopback(const struct sockaddr *sa);
  * pacing only delays, else the system's; "system": never set; a name: that
  * one everywhere). softdat-perf's raw-TCP baseline makes the same choice. */
 void emu_tcp_congestion_apply(int fd, const struct sockaddr *sa);
+/* The SO_RCVBUF a connection's socket gets, in bytes (0: none, the
+ * kernel's own tuning; -1: env not understood). env is SOFTDAT_TCP_RCVBUF:
+ * unset or "auto": on loopback EMU_TCP_RCVBUF_AUTO, or rmem_max
+ * (net.core.rmem_max) if less, when rmem_max is at least
+ * EMU_TCP_RCVBUF_MIN_AUTO (below that a fixed buffer would be no larger
+ * than what the kernel's tuning reaches),
+ * elsewhere none; "system": none; a number of bytes: that everywhere. */
+#define EMU_TCP_RCVBUF_AUTO (4L << 20)
+#define EMU_TCP_RCVBUF_MIN_AUTO (1L << 20)
+long emu_tcp_rcvbuf_choice(const char *env, bool loopback, long rmem_max);
 uint16_t emu_sockaddr_port(const struct sockaddr *sa);
 /* "1.2.3.4:5" / "[::1]:5" into buf; returns buf. */
 char *emu_sockaddr_str(const struct sockaddr *sa, char *buf, size_t len);

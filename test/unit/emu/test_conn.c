@@ -425,6 +425,72 @@ START_TEST(loopback_congestion_control)
 }
 END_TEST
 
+/* The receive buffer of a connection's sockets, both ends: the choice
+ * (emu_tcp_rcvbuf_choice) for each setting, then real loopback
+ * connections: SOFTDAT_TCP_RCVBUF unset gives both ends the fixed buffer
+ * when net.core.rmem_max allows at least 1 MiB (the kernel reports twice
+ * what was asked), "system" and a value the kernel takes give what they
+ * say, and the connection works either way. */
+static long rcvbuf_of(struct emu_conn *c)
+{
+    struct emu_conn_info ci;
+    ck_assert_int_eq(emu_conn_get_info(c, &ci), 0);
+    int v = 0;
+    socklen_t len = sizeof v;
+    ck_assert_int_eq(getsockopt(ci.fd, SOL_SOCKET, SO_RCVBUF, &v, &len), 0);
+    return v;
+}
+
+START_TEST(loopback_receive_buffer)
+{
+    const long M = 1L << 20;
+    ck_assert_int_eq(emu_tcp_rcvbuf_choice(NULL, true, 4 * M), 4 * M);
+    ck_assert_int_eq(emu_tcp_rcvbuf_choice("auto", true, 32 * M), 4 * M);
+    ck_assert_int_eq(emu_tcp_rcvbuf_choice(NULL, true, 2 * M), 2 * M);
+    ck_assert_int_eq(emu_tcp_rcvbuf_choice(NULL, true, 212992), 0); /* Debian's default rmem_max */
+    ck_assert_int_eq(emu_tcp_rcvbuf_choice(NULL, false, 4 * M), 0);
+    ck_assert_int_eq(emu_tcp_rcvbuf_choice("system", true, 4 * M), 0);
+    ck_assert_int_eq(emu_tcp_rcvbuf_choice("262144", false, 4 * M), 262144);
+    ck_assert_int_eq(emu_tcp_rcvbuf_choice("12x", true, 4 * M), -1);
+    ck_assert_int_eq(emu_tcp_rcvbuf_choice("100", true, 4 * M), -1);
+
+    long rmem_max = 0;
+    FILE *f = fopen("/proc/sys/net/core/rmem_max", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%ld", &rmem_max) != 1)
+            rmem_max = 0;
+        fclose(f);
+    }
+    static const char *const env[] = {NULL, "system", "262144"};
+    for (int k = 0; k < 3; k++) {
+        if (env[k])
+            setenv("SOFTDAT_TCP_RCVBUF", env[k], 1);
+        else
+            unsetenv("SOFTDAT_TCP_RCVBUF");
+        struct pair x;
+        pair_up(&x, &ops_rx);
+        long a = rcvbuf_of(x.ac), p = rcvbuf_of(x.p[0].c);
+        long asked = emu_tcp_rcvbuf_choice(env[k], true, rmem_max);
+        if (asked > rmem_max)
+            asked = rmem_max; /* the kernel caps what it is asked */
+        if (asked > 0) {
+            ck_assert_int_eq(a, 2 * asked);
+            ck_assert_int_eq(p, 2 * asked);
+        } else {
+            /* The kernel's own tuning: it starts from tcp_rmem's default,
+             * nowhere near a fixed multi-MiB buffer. */
+            ck_assert_int_lt(a, 2 * M);
+            ck_assert_int_lt(p, 2 * M);
+        }
+        struct iovec w = {(void *)"ping", 4};
+        ck_assert_int_eq(emu_conn_writev(x.ac, &w, 1), 4);
+        ck_assert(side_wait_rx(&x.p[0], 4, 5000));
+        pair_down(&x);
+    }
+    unsetenv("SOFTDAT_TCP_RCVBUF");
+}
+END_TEST
+
 START_TEST(many_connections)
 {
     enum { N = 200 };
@@ -1015,6 +1081,7 @@ static Suite *suite(void)
     tcase_add_test(tc, ipv6_loopback);
     tcase_add_test(tc, crc_negotiation);
     tcase_add_test(tc, loopback_congestion_control);
+    tcase_add_test(tc, loopback_receive_buffer);
     tcase_add_test(tc, many_connections);
     tcase_add_test(tc, listener_freed_in_its_callback);
     tcase_add_test(tc, free_in_any_state);
