@@ -686,7 +686,9 @@ END_TEST
 static double now_s(void);
 static void disconnect_pair(struct side *c, DAT_EP_HANDLE cep, struct side *s);
 
-#define BIG (4u << 20) /* more than the two sockets' buffers hold */
+/* More than the two sockets hold: 16 MiB against a loopback receive
+ * buffer of 8 MiB (SOFTDAT_TCP_RCVBUF) and a send buffer of up to 4 MiB. */
+#define BIG (16u << 20)
 
 static DAT_LMR_CONTEXT reg_big(struct side *x, char *buf, DAT_LMR_HANDLE *lmr)
 {
