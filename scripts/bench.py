@@ -85,6 +85,34 @@ def softdat(top, polled, sizes, record):
                    raw, "us" if lat else "GB/s")
 
 
+def crc(top, rnd, record):
+    """MPA CRC32c on against off: softdat-perf's blocking bandwidth at
+    64 KiB and 1 MiB, once with CRC on at both ends, once off; the ratio
+    column is CRC on over CRC off of the same round. The order alternates
+    between rounds."""
+    env = dict(os.environ, DAT_OVERRIDE=os.path.join(top, "build/dat.conf"))
+    perf = os.path.join(top, "build/bin/softdat-perf")
+    got = {}
+    for mode in (("on", "off") if rnd % 2 == 0 else ("off", "on")):
+        port = next_port()
+        srv = Server([perf, "-s", "-p", str(port), "--idle", "120", "--crc", mode], env)
+        try:
+            out = run([perf, "-c", "127.0.0.1", "-p", str(port), "--crc", mode, "--json", "-m", "64K,1M", "bw"],
+                      env, timeout=300, stdout_only=True)
+        finally:
+            srv.stop()
+        try:
+            d = json.loads(out[out.index("{"):])
+        except ValueError:
+            print("bench: softdat-perf --crc %s gave no JSON:" % mode, out[-300:], file=sys.stderr)
+            return
+        got[mode] = {(r["test"], r["size"]): r["gbps"] for r in d["results"] if not r.get("error")}
+    for key, on in got["on"].items():
+        off = got["off"].get(key)
+        if off:
+            record("softdat blocking, CRC32c on (ratio: / off)", key, on, off, "GB/s")
+
+
 def fabric(sizes, record):
     env = dict(os.environ, FI_TCP_IFACE="lo", FI_SOCKETS_IFACE="lo", FI_NET_IFACE="lo")
     for size in sizes:
@@ -228,6 +256,8 @@ def main():
         print("bench: round %d of %d (load average %.2f)" % (r + 1, rounds, os.getloadavg()[0]), flush=True)
         softdat(a.top, False, sizes, record)
         softdat(a.top, True, sizes, record)
+        if not a.quick:
+            crc(a.top, r, record)
         if have("fi_pingpong"):
             fabric([64, 4096] if a.quick else [64, 4096, 1048576], record)
         if have("ucx_perftest"):
