@@ -291,11 +291,93 @@ def main():
         fig = "%s %s" % (key[0], size_name(key[1]))
         print("%-42s %-22s %8.3f %-2s %9.3f-%-9.3f %8s" % (name, fig, med, s["unit"][:4], min(v), max(v),
                                                            "%.2f" % ratio if ratio is not None else "-"))
+    print()
+    print("targets (docs/perf.md §10), from the medians above:")
+    for ln in targets(samples):
+        print(ln)
     if a.json:
         with open(a.json, "w") as f:
             json.dump([{"transport": n, "figure": k[0], "size": k[1], "unit": samples[(n, k)]["unit"],
                         "values": samples[(n, k)]["vals"], "raw": samples[(n, k)]["raws"]} for n, k in order], f,
                       indent=1)
+
+
+def targets(samples):
+    """The performance targets (docs/perf.md §10), each checked against
+    this run's medians: one line per target, "met" or "not met", with
+    the figures it was decided on. Ratios are medians of per-round ratios
+    where a figure has its own baseline, else ratios of medians."""
+    def med(name, key):
+        s = samples.get((name, key))
+        return statistics.median(s["vals"]) if s and s["vals"] else None
+
+    def ratio(name, key):
+        s = samples.get((name, key))
+        if not s or not s["raws"]:
+            return None
+        return statistics.median([x / y for x, y in zip(s["vals"], s["raws"]) if y])
+
+    def fmt(x):
+        return "-" if x is None else "%.2f" % x
+
+    lines = []
+
+    def line(ok, what, detail):
+        verdict = "not measured" if ok is None else ("met" if ok else "NOT MET")
+        lines.append("  %-12s %s: %s" % (verdict, what, detail))
+
+    def all_ok(vals, test):
+        vals = [v for v in vals if v is not None]
+        return None if not vals else all(test(v) for v in vals)
+
+    B, P = "softdat blocking", "softdat polled"
+    fi = med("libfabric tcp (fi_pingpong, busy-poll)", ("pingpong_lat", 64))
+    ucx = med("UCX tcp (ucx_perftest tag_lat)", ("tag_lat", 64))
+    for t in ("send_lat", "write_lat"):
+        v, r = med(P, (t, 64)), ratio(P, (t, 64))
+        vs = [r] + [v / x if v and x else None for x in (fi, ucx)]
+        ok = all_ok([vs[0]], lambda x: x <= 1.3)
+        ok2 = all_ok(vs[1:], lambda x: x <= 1.0)
+        line(None if ok is None and ok2 is None else bool((ok is not False) and (ok2 is not False)),
+             "polled 64 B %s <= 1.3x raw, <= 1.0x libfabric and UCX" % t,
+             "%s us; %s raw, %s libfabric, %s UCX" % (fmt(v), fmt(vs[0]), fmt(vs[1]), fmt(vs[2])))
+    for t, bound in (("send_lat", 1.1), ("write_lat", 1.5)):
+        r = ratio(B, (t, 64))
+        line(all_ok([r], lambda x: x <= bound), "blocking 64 B %s <= %.1fx raw" % (t, bound), fmt(r) + "x")
+    pairs = []
+    for t in ("send_bw", "write_bw", "read_bw"):
+        for size in (64, 4096, 1048576):
+            b, p = med(B, (t, size)), med(P, (t, size))
+            if b and p:
+                pairs.append(("%s %s" % (t, size_name(size)), p / b))
+    line(all_ok([x for _, x in pairs], lambda x: x >= 1.0), "polled bandwidth >= blocking at every size",
+         ", ".join("%s %.2f" % (n, x) for n, x in pairs if x < 1.0) or ("all >= 1" if pairs else "-"))
+    rates = []
+    for mode in (B, P):
+        for t in ("send_bw", "write_bw", "read_bw"):
+            for size in (64, 4096):
+                r = ratio(mode, (t, size))
+                if r is not None:
+                    rates.append((t, r))
+    line(all_ok([r / (1.5 if t == "write_bw" else 1.0) for t, r in rates], lambda x: x >= 1.0),
+         "message rate 64 B / 4 KiB >= 1.0x raw, writes >= 1.5x",
+         "lowest %s" % fmt(min((r for _, r in rates), default=None)))
+    big = [ratio(m, (t, 1048576)) for m in (B, P) for t in ("send_bw", "write_bw", "read_bw")]
+    line(all_ok(big, lambda x: x >= 1.0), "1 MiB >= 1.0x raw", " ".join(fmt(x) for x in big) +
+         " (blocking send/write/read, then polled)")
+    rw = []
+    for m in (B, P):
+        r, w = med(m, ("read_bw", 1048576)), med(m, ("write_bw", 1048576))
+        rw.append(r / w if r and w else None)
+    line(all_ok(rw, lambda x: x >= 0.95), "1 MiB read >= 0.95x write", " ".join(fmt(x) for x in rw) +
+         " (blocking, polled)")
+    crcs = [ratio("softdat blocking, CRC32c on (ratio: / off)", (t, size))
+            for t in ("send_bw", "write_bw", "read_bw") for size in (65536, 1048576)]
+    line(all_ok(crcs, lambda x: x >= 0.85), "CRC32c on >= 0.85x off at 64 KiB and 1 MiB",
+         " ".join(fmt(x) for x in crcs) + " (send, write, read; 64 KiB then 1 MiB)")
+    cm = ratio("dtestcm over softdat (burst of %d)" % CONNS, ("conn_rate", CONNS))
+    line(all_ok([cm], lambda x: x >= 0.5), "dtestcm within 2x of the raw burst", fmt(cm) + "x")
+    return lines
 
 
 def size_name(n):
