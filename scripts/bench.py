@@ -318,7 +318,7 @@ def targets(samples):
         return statistics.median([x / y for x, y in zip(s["vals"], s["raws"]) if y])
 
     def fmt(x):
-        return "-" if x is None else "%.2f" % x
+        return "-" if x is None else "%.3f" % x
 
     lines = []
 
@@ -351,7 +351,7 @@ def targets(samples):
             if b and p:
                 pairs.append(("%s %s" % (t, size_name(size)), p / b))
     line(all_ok([x for _, x in pairs], lambda x: x >= 1.0), "polled bandwidth >= blocking at every size",
-         ", ".join("%s %.2f" % (n, x) for n, x in pairs if x < 1.0) or ("all >= 1" if pairs else "-"))
+         ", ".join("%s %.3f" % (n, x) for n, x in pairs if x < 1.0) or ("all >= 1" if pairs else "-"))
     rates = []
     for mode in (B, P):
         for t in ("send_bw", "write_bw", "read_bw"):
@@ -363,18 +363,19 @@ def targets(samples):
          "message rate 64 B / 4 KiB >= 1.0x raw, writes >= 1.5x",
          "lowest %s" % fmt(min((r for _, r in rates), default=None)))
     big = [ratio(m, (t, 1048576)) for m in (B, P) for t in ("send_bw", "write_bw", "read_bw")]
-    line(all_ok(big, lambda x: x >= 1.0), "1 MiB >= 1.0x raw", " ".join(fmt(x) for x in big) +
-         " (blocking send/write/read, then polled)")
+    line(all_ok(big, lambda x: x >= 1.0), "1 MiB >= 1.0x raw",
+         "blocking %s, polled %s (send/write/read)" % ("/".join(fmt(x) for x in big[:3]),
+                                                      "/".join(fmt(x) for x in big[3:])))
     rw = []
     for m in (B, P):
         r, w = med(m, ("read_bw", 1048576)), med(m, ("write_bw", 1048576))
         rw.append(r / w if r and w else None)
-    line(all_ok(rw, lambda x: x >= 0.95), "1 MiB read >= 0.95x write", " ".join(fmt(x) for x in rw) +
-         " (blocking, polled)")
+    line(all_ok(rw, lambda x: x >= 0.95), "1 MiB read >= 0.95x write",
+         "blocking %s, polled %s" % (fmt(rw[0]), fmt(rw[1])))
     crcs = [ratio("softdat blocking, CRC32c on (ratio: / off)", (t, size))
             for t in ("send_bw", "write_bw", "read_bw") for size in (65536, 1048576)]
     line(all_ok(crcs, lambda x: x >= 0.85), "CRC32c on >= 0.85x off at 64 KiB and 1 MiB",
-         " ".join(fmt(x) for x in crcs) + " (send, write, read; 64 KiB then 1 MiB)")
+         "send %s/%s, write %s/%s, read %s/%s (64 KiB/1 MiB)" % tuple(fmt(x) for x in crcs))
     cm = ratio("dtestcm over softdat (burst of %d)" % CONNS, ("conn_rate", CONNS))
     line(all_ok([cm], lambda x: x >= 0.5), "dtestcm within 2x of the raw burst", fmt(cm) + "x")
     return lines
