@@ -26,6 +26,16 @@
 
 /* The end of a Write test: the target holds the source's bytes, the
  * region frees cleanly, the buffers go, the pair goes down. */
+/* Consumer passes over qps until one completes something (bounded: a few
+ * seconds at worst); what that pass made. */
+static int progress_until_made(struct emu_qp *const *qps, unsigned n)
+{
+    int made = 0;
+    for (int i = 0; i < 200000 && made == 0; i++)
+        made += emu_qp_progress_many(qps, n);
+    return made;
+}
+
 static void written_then_down(uint8_t *src, uint8_t *dst, size_t len, struct emu_mr *mr)
 {
     ck_assert_int_eq(memcmp(src, dst, len), 0);
@@ -154,9 +164,7 @@ START_TEST(t_progress_many)
     qp_stall(&B);
     int nr0 = qp_get_nr(&B);
     ck_assert_int_eq(qp_post_send(&A, 1, src, sizeof src, 0), 0);
-    int made = 0;
-    for (int i = 0; i < 200000 && made == 0; i++) /* bounded: ~seconds at worst */
-        made += emu_qp_progress_many(both, 2);
+    int made = progress_until_made(both, 2);
     qp_unstall();
     ck_assert_int_ge(made, 1);
     ck_assert(QP_WAIT_FOR(&B, B.nr > nr0));
@@ -179,16 +187,11 @@ START_TEST(t_progress_skips_once_after_read)
     struct emu_qp *both[2] = {A.qp, B.qp};
     qp_stall(&B);
     ck_assert_int_eq(qp_post_send(&A, 1, src, sizeof src, 0), 0);
-    int made = 0;
-    for (int i = 0; i < 200000 && made == 0; i++) /* bounded */
-        made += emu_qp_progress_many(both, 2);
-    ck_assert_int_eq(made, 1);
+    ck_assert_int_eq(progress_until_made(both, 2), 1);
     ck_assert_int_eq(qp_post_send(&A, 2, src, sizeof src, 0), 0);
     ck_assert(QP_WAIT_FOR(&A, A.ns >= 2)); /* both Sends are in B's socket */
     ck_assert_int_eq(emu_qp_progress_many(both, 2), 0); /* skipped */
-    made = 0;
-    for (int i = 0; i < 200000 && made == 0; i++)
-        made += emu_qp_progress_many(both, 2);
+    int made = progress_until_made(both, 2);
     qp_unstall();
     ck_assert_int_eq(made, 1);
     ck_assert(QP_WAIT_FOR(&B, B.nr >= 2));
