@@ -54,25 +54,32 @@ def have(tool):
     return shutil.which(tool) is not None
 
 
-def softdat(top, polled, sizes, record):
+def perf_session(top, server_args, client_args, timeout):
+    """One softdat-perf server (started and stopped here) and one client
+    run against it with --json; its results, or None (said on stderr)."""
     env = dict(os.environ, DAT_OVERRIDE=os.path.join(top, "build/dat.conf"))
     perf = os.path.join(top, "build/bin/softdat-perf")
     port = next_port()
-    srv = Server([perf, "-s", "-p", str(port), "--idle", "120", "--persist"], env)
+    srv = Server([perf, "-s", "-p", str(port), "--idle", "120"] + server_args, env)
     try:
-        argv = [perf, "-c", "127.0.0.1", "-p", str(port), "--compare", "--json", "-m", sizes]
-        if polled:
-            argv.append("-W")
-        out = run(argv + ["all"], env, timeout=600, stdout_only=True)
+        out = run([perf, "-c", "127.0.0.1", "-p", str(port), "--json"] + client_args, env, timeout=timeout,
+                  stdout_only=True)
     finally:
         srv.stop()
     try:
-        d = json.loads(out[out.index("{"):])
+        return json.loads(out[out.index("{"):])["results"]
     except ValueError:
-        print("bench: softdat-perf gave no JSON:", out[-300:], file=sys.stderr)
+        print("bench: softdat-perf %s gave no JSON:" % " ".join(client_args), out[-300:], file=sys.stderr)
+        return None
+
+
+def softdat(top, polled, sizes, record):
+    results = perf_session(top, ["--persist"], ["--compare", "-m", sizes] + (["-W"] if polled else []) + ["all"],
+                           600)
+    if results is None:
         return
     mode = "polled" if polled else "blocking"
-    for r in d["results"]:
+    for r in results:
         if r.get("error"):
             continue
         key = (r["test"], r["size"])
@@ -90,23 +97,12 @@ def crc(top, rnd, record):
     64 KiB and 1 MiB, once with CRC on at both ends, once off; the ratio
     column is CRC on over CRC off of the same round. The order alternates
     between rounds."""
-    env = dict(os.environ, DAT_OVERRIDE=os.path.join(top, "build/dat.conf"))
-    perf = os.path.join(top, "build/bin/softdat-perf")
     got = {}
     for mode in (("on", "off") if rnd % 2 == 0 else ("off", "on")):
-        port = next_port()
-        srv = Server([perf, "-s", "-p", str(port), "--idle", "120", "--crc", mode], env)
-        try:
-            out = run([perf, "-c", "127.0.0.1", "-p", str(port), "--crc", mode, "--json", "-m", "64K,1M", "bw"],
-                      env, timeout=300, stdout_only=True)
-        finally:
-            srv.stop()
-        try:
-            d = json.loads(out[out.index("{"):])
-        except ValueError:
-            print("bench: softdat-perf --crc %s gave no JSON:" % mode, out[-300:], file=sys.stderr)
+        results = perf_session(top, ["--crc", mode], ["--crc", mode, "-m", "64K,1M", "bw"], 300)
+        if results is None:
             return
-        got[mode] = {(r["test"], r["size"]): r["gbps"] for r in d["results"] if not r.get("error")}
+        got[mode] = {(r["test"], r["size"]): r["gbps"] for r in results if not r.get("error")}
     for key, on in got["on"].items():
         off = got["off"].get(key)
         if off:
