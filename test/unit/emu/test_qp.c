@@ -361,6 +361,66 @@ START_TEST(t_large_writes_read_in_place)
 }
 END_TEST
 
+/* The largest number of bytes one transmit call offered its socket (the
+ * socket may take fewer; the rest is offered again). */
+static atomic_size_t tx_offer_max;
+
+static void offer_seen(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_dir dir, const struct msghdr *mh,
+                       size_t len, uint64_t began_ns)
+{
+    (void)ctx, (void)ep, (void)fd, (void)len, (void)began_ns;
+    if (dir != EMU_WIRE_TX)
+        return;
+    size_t total = 0;
+    for (size_t i = 0; i < mh->msg_iovlen; i++)
+        total += mh->msg_iov[i].iov_len;
+    size_t seen = atomic_load(&tx_offer_max);
+    while (total > seen && !atomic_compare_exchange_weak(&tx_offer_max, &seen, total))
+        ;
+}
+
+static void offer_release(void *ctx, struct emu_wire_ep *ep)
+{
+    (void)ctx, (void)ep;
+}
+
+/* A 1 MiB Write or Send is 16 full FPDUs and a short 17th: the whole
+ * message is offered to the socket in one writev. Cut into 512 KiB
+ * batches it took three system calls, the short FPDU alone in the third. */
+START_TEST(t_large_message_one_writev)
+{
+    qp_pair_up();
+    enum { LEN = 1 << 20 };
+    static const struct emu_wire_observer obs = {.bytes = offer_seen, .release = offer_release};
+    uint8_t *tgt = calloc(1, LEN), *dst = calloc(1, LEN), *src = malloc(LEN), d[8];
+    struct emu_mr *mr;
+    uint32_t stag = qp_reg(&B, tgt, LEN, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE, &mr);
+    for (int send = 0; send < 2; send++) {
+        qp_fill(src, LEN, 90 + (unsigned)send);
+        int nr0 = qp_get_nr(&B);
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, 1, 1, &(struct emu_sge){send ? dst : d, send ? LEN : 8}), 0);
+        atomic_store(&tx_offer_max, 0);
+        emu_wire_observe(&obs);
+        if (send) {
+            ck_assert_int_eq(qp_post_send(&A, 2, src, LEN, 0), 0);
+        } else {
+            ck_assert_int_eq(qp_post_rdma(&A, EMU_WR_WRITE, 1, src, LEN, stag, (uintptr_t)tgt, 0), 0);
+            ck_assert_int_eq(qp_post_send(&A, 2, d, 0, 0), 0);
+        }
+        ck_assert(QP_WAIT_FOR(&B, B.nr == nr0 + 1));
+        emu_wire_observe(NULL);
+        ck_assert_int_eq(memcmp(send ? dst : tgt, src, LEN), 0);
+        ck_assert_msg(atomic_load(&tx_offer_max) > LEN, "%s of %d bytes: at most %zu offered in one call",
+                      send ? "Send" : "Write", LEN, atomic_load(&tx_offer_max));
+    }
+    emu_mem_mr_free(mr, 1000);
+    free(tgt);
+    free(dst);
+    free(src);
+    qp_pair_down();
+}
+END_TEST
+
 /* A transmit pass is bounded (64 writev rounds), then hands over to the
  * engine. A backlog queued while the socket was full (B stalled) goes out
  * in such passes; when the 64th round ends exactly at a message's end
@@ -1316,6 +1376,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_write);
     tcase_add_test(tc, t_write_then_send);
     tcase_add_test(tc, t_large_writes_read_in_place);
+    tcase_add_test(tc, t_large_message_one_writev);
     tcase_add_test(tc, t_tx_backlog_beyond_one_pass);
     tcase_add_test(tc, t_write_bad_stag);
     tcase_add_test(tc, t_write_bad_pz);
