@@ -47,6 +47,10 @@ def run(argv, env=None, timeout=120, stdout_only=False):
         r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
         return r.stdout if stdout_only else r.stdout + r.stderr
     except subprocess.TimeoutExpired:
+        # Said, so that a missing figure is not mistaken for a tool that
+        # is not installed (subprocess.run has killed it).
+        print("bench: %s did not finish in %d s: stopped, its figures left out" % (" ".join(argv), timeout),
+              file=sys.stderr)
         return ""
 
 
