@@ -6,8 +6,9 @@
 # figure is a positive count, the hop is the sum of its three parts, and
 # the placement confirmation of InfiniBand semantics (a probe behind each
 # Send, the answer to the peer's probe with the reply) shows as more
-# instructions per post than plain iWARP's. Skipped without valgrind and in sanitizer builds (valgrind
-# cannot run them). Exit 0 pass, 77 skip, else fail.
+# instructions per post than plain iWARP's. Skipped without valgrind and
+# in sanitizer builds (valgrind cannot run them). Exit 0 pass, 77 skip,
+# else fail.
 set -u
 SOFTDAT_TOP=${SOFTDAT_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${BUILD:-$SOFTDAT_TOP/build}

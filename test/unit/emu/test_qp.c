@@ -379,11 +379,6 @@ static void offer_seen(void *ctx, struct emu_wire_ep *ep, int fd, enum emu_wire_
         ;
 }
 
-static void offer_release(void *ctx, struct emu_wire_ep *ep)
-{
-    (void)ctx, (void)ep;
-}
-
 /* A 1 MiB Write or Send is 16 full FPDUs and a short 17th: the whole
  * message is offered to the socket in one writev. Cut into 512 KiB
  * batches it took three system calls, the short FPDU alone in the third. */
@@ -391,7 +386,7 @@ START_TEST(t_large_message_one_writev)
 {
     qp_pair_up();
     enum { LEN = 1 << 20 };
-    static const struct emu_wire_observer obs = {.bytes = offer_seen, .release = offer_release};
+    static const struct emu_wire_observer obs = {offer_seen, NULL, NULL};
     uint8_t *tgt = calloc(1, LEN), *dst = calloc(1, LEN), *src = malloc(LEN), d[8];
     struct emu_mr *mr;
     uint32_t stag = qp_reg(&B, tgt, LEN, B.pz, EMU_ACC_LOCAL_WRITE | EMU_ACC_REMOTE_WRITE, &mr);

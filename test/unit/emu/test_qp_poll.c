@@ -24,8 +24,6 @@
 
 #include "test/lib/qp_pair.h"
 
-/* The end of a Write test: the target holds the source's bytes, the
- * region frees cleanly, the buffers go, the pair goes down. */
 /* Consumer passes over qps until one completes something (bounded: a few
  * seconds at worst); what that pass made. */
 static int progress_until_made(struct emu_qp *const *qps, unsigned n)
@@ -36,6 +34,8 @@ static int progress_until_made(struct emu_qp *const *qps, unsigned n)
     return made;
 }
 
+/* The end of a Write test: the target holds the source's bytes, the
+ * region frees cleanly, the buffers go, the pair goes down. */
 static void written_then_down(uint8_t *src, uint8_t *dst, size_t len, struct emu_mr *mr)
 {
     ck_assert_int_eq(memcmp(src, dst, len), 0);
