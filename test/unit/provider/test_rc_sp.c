@@ -97,6 +97,11 @@ START_TEST(psp_errors)
     ck_assert_int_eq(ep_state(&s, ep), DAT_EP_STATE_UNCONNECTED);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     DAT_CONN_QUAL held = free_port(&s);
+    /* SO_REUSEADDR, as our listeners have: the port create_any found free
+     * may hold TIME_WAIT sockets of an earlier test's listener there, which
+     * a plain bind refuses (EADDRINUSE), a listening one still blocks. */
+    int one = 1;
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one), 0);
     struct sockaddr_in ha = v4("127.0.0.1", (unsigned)held);
     ck_assert_int_eq(bind(fd, (struct sockaddr *)&ha, sizeof ha), 0);
     ck_assert_int_eq(listen(fd, 1), 0);
