@@ -183,7 +183,7 @@ static const char *congestion_for(const struct sockaddr *sa)
  * A kernel default that paces (bbr, Debian's choice) only delays loopback:
  * a message just past the 64 KiB loopback MSS waits a pacing gap for its
  * last segment, and its receiver a wake-up more for it (64 KiB send_bw
- * 1.8 GB/s paced, 4.4 with reno; perf.md §17). Reno is built into every
+ * 1.8 GB/s paced, 4.4 with reno; perf-log.md §17). Reno is built into every
  * kernel and allowed to every user. A choice the kernel refuses leaves the
  * default, said once. */
 void emu_tcp_congestion_apply(int fd, const struct sockaddr *sa)
@@ -242,7 +242,7 @@ long emu_tcp_rcvbuf_choice(const char *env, bool loopback, long rmem_max)
  * sender is window-limited 99% of the time. A fixed 4 MiB (8 MiB to the
  * kernel), 1 MiB ratio to raw TCP, medians of 8 alternated rounds: send_bw
  * 0.61 -> 0.78 blocking, 0.78 -> 0.82 polled; write_bw 0.67 -> 0.76,
- * 0.81 -> 0.80; read_bw 0.76 -> 0.79, 0.70 -> 0.82 (perf.md §12). Not
+ * 0.81 -> 0.80; read_bw 0.76 -> 0.79, 0.70 -> 0.82 (perf-log.md §12). Not
  * where the network has a real delay: there a round trip spans many
  * reads and the kernel's tuning may go further than a fixed size. */
 static void rcvbuf_apply(int fd, const struct sockaddr *sa)

@@ -44,7 +44,7 @@
  * short last one (320 B of a Send, 256 B of a Write); with a probe behind
  * it, it leaves in one writev. At 512 KiB it took three, the third with
  * the short FPDU alone: three system calls and three part-filled TCP
- * segments per MiB where raw TCP pays one (docs/perf.md §11). */
+ * segments per MiB where raw TCP pays one (docs/perf-log.md §11). */
 #define QP_TXB_BYTES (1088u * 1024u)
 #define QP_TX_ROUNDS 64                 /* writev rounds of one transmit pass (qp_tx_pump) */
 #define QP_TX_MULPDU_MAX 65535u         /* 16-bit ULPDU_Length limit */

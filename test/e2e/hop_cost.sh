@@ -2,7 +2,7 @@
 # shellcheck disable=SC2015  # ok/notok always succeed: A && ok || notok is safe
 # scripts/hop-cost counts the provider's instructions per round trip of a
 # polled 64 B ping-pong under callgrind, on the InfiniBand-semantics IA and
-# the iWARP one (docs/perf.md §11). Checked: it runs to the end, every
+# the iWARP one (docs/perf-log.md §11). Checked: it runs to the end, every
 # figure is a positive count, the hop is the sum of its three parts, and
 # the placement confirmation of InfiniBand semantics (a probe behind each
 # Send, the answer to the peer's probe with the reply) shows as more

@@ -317,7 +317,7 @@ static void *post_from_thread(void *buf)
 /* What keeps a waiter's spin window open is the small frames its passes
  * read, not every frame: on a stream of 64 KiB frames it sleeps between
  * arrivals instead of reading each arrival's few kilobytes in a system
- * call of its own (lib/provider/progress.c, docs/perf.md §14). Here the
+ * call of its own (lib/provider/progress.c, docs/perf-log.md §14). Here the
  * test thread holds A's lease, so its passes read everything B sends: a
  * 100,000-byte Send (two frames of 16 KiB or more) and a 64-byte one. */
 START_TEST(t_thread_counts_small_frames_apart)
