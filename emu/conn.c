@@ -61,7 +61,7 @@ static void conn_put(struct emu_conn *c)
 {
     if (atomic_fetch_sub(&c->refs, 1) == 1) {
         emu_wire_ep_fini(&c->wire);
-        pthread_mutex_destroy(&c->lock);
+        emu_lock_destroy(&c->lock);
         free(c->last);
         free(c);
     }
@@ -70,9 +70,9 @@ static void conn_put(struct emu_conn *c)
 static void set_state(struct emu_conn *c, enum cstate s)
 {
     SD_TRACE("conn", "%p %s -> %s", (void *)c, state_names[c->state], state_names[s]);
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     c->state = s;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
 }
 
 void conn_listener_unlink(struct emu_conn *c)
@@ -106,7 +106,7 @@ static void conn_close(struct emu_conn *c, bool abortive)
         emu_timer_cancel(c->retry);
     if (c->rx_timer)
         emu_timer_cancel(c->rx_timer);
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     struct emu_fdw *w = c->w;
     int fd = c->fd;
     c->w = NULL;
@@ -116,7 +116,7 @@ static void conn_close(struct emu_conn *c, bool abortive)
         SD_TRACE("conn", "%p %s -> CLOSED%s", (void *)c, state_names[c->state],
                  abortive ? " (RST)" : "");
     c->state = CS_CLOSED;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     /* After the unlock no writer can see fd: safe to close it. An adopted
      * socket not yet the connection's goes back to its owner intact. */
     emu_fdw_free(w);
@@ -205,9 +205,9 @@ static void linger_end(struct emu_conn *c, bool abortive);
  * disconnect does: the last words, FIN, the bounded linger. */
 static void finish(struct emu_conn *c, enum emu_conn_event_type t, int err, bool abortive)
 {
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     bool term = c->term && c->state == CS_EST;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     if (abortive && term) {
         if (!c->user_gone && c->ops.detach)
             c->ops.detach(c, c->ctx);
@@ -234,7 +234,7 @@ struct emu_conn *conn_alloc(struct emu_engine *e)
     emu_engine_get_trace(e, &t);
     emu_wire_ep_init(&c->wire, false, t.ia, t.t0_ns);
     atomic_init(&c->refs, 1);
-    pthread_mutex_init(&c->lock, NULL);
+    emu_lock_init(&c->lock);
     c->fd = -1;
     c->info.fd = -1;
     c->state = CS_NEW;
@@ -478,11 +478,11 @@ static void establish(struct emu_conn *c, const void *pd, uint16_t pd_len)
 {
     if (c->timer)
         emu_timer_arm(c->timer, alive_check_us());
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     c->state = CS_EST;
     c->info.fd = c->fd;
     c->info.initiator = c->initiator;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     conn_watch(c, EMU_EV_READ, 0);
     conn_adopt_settle(c, true);
     deliver(c, EMU_CONN_ESTABLISHED, 0, pd, pd_len);
@@ -490,14 +490,14 @@ static void establish(struct emu_conn *c, const void *pd, uint16_t pd_len)
 
 static void set_result(struct emu_conn *c, const struct emu_mpa_result *r)
 {
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     c->info.crc = r->crc;
     c->info.p2p = r->p2p;
     c->info.rtr = r->p2p ? r->rtr : EMU_MPA_RTR_NONE;
     c->info.ird = r->ird;
     c->info.ord = r->ord;
     c->info.mpa_rev = r->rev;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
 }
 
 /* Read side of an established (or closing) connection. */
@@ -595,7 +595,7 @@ void emu_conn_set_rx_retry(struct emu_conn *c, uint32_t usec)
  * until the peer's EOF (or EMU_CONN_ABORT_LINGER_US, then RST). */
 static void enter_linger(struct emu_conn *c)
 {
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     if (c->state != CS_EST)
         c->last_len = c->last_off = 0; /* our FIN is out: nothing may follow it */
     bool last = c->last_off < c->last_len;
@@ -606,7 +606,7 @@ static void enter_linger(struct emu_conn *c)
     c->state = CS_LINGER;
     c->info.fd = -1;
     c->want_tx = false;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     emu_timer_arm(c->timer, EMU_CONN_ABORT_LINGER_US);
     if (last)
         conn_watch(c, EMU_EV_READ | EMU_EV_WRITE, 0);
@@ -756,7 +756,7 @@ static bool refused_retry(struct emu_conn *c)
 /* The TCP connect again after delay, on a fresh socket (conn_retry). */
 static void schedule_retry(struct emu_conn *c, uint64_t delay)
 {
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     struct emu_fdw *w = c->w;
     int fd = c->fd;
     c->w = NULL;
@@ -764,7 +764,7 @@ static void schedule_retry(struct emu_conn *c, uint64_t delay)
     SD_TRACE("conn", "%p %s -> A_RETRY in %llu us", (void *)c, state_names[c->state],
              (unsigned long long)delay);
     c->state = CS_A_RETRY;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     emu_fdw_free(w);
     conn_close_fd(fd, false);
     emu_timer_arm(c->retry, delay);
@@ -823,9 +823,9 @@ static bool request_early(struct emu_conn *c)
         tcp_failed(c, err);
         return true;
     }
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     c->info.request_early = true;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     conn_fill_mss(c); /* the handshake is done: the MSS is the negotiated one */
     c->out_off = (size_t)n;
     set_state(c, CS_A_SEND_REQ);
@@ -866,10 +866,10 @@ static void conn_retry(void *arg)
         if (rc != 0) {
             finish(c, connect_err_type(-rc), -rc, true);
         } else {
-            pthread_mutex_lock(&c->lock);
+            emu_lock(&c->lock);
             c->fd = fd;
             c->w = w;
-            pthread_mutex_unlock(&c->lock);
+            emu_unlock(&c->lock);
             tcp_start(c);
         }
     }
@@ -928,10 +928,10 @@ static void reply_complete(struct emu_conn *c)
         return;
     }
     set_result(c, &res);
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     c->info.caps = marker ? peer_caps & EMU_CONN_CAPS_LOCAL : 0;
     c->info.peer_probes = marker && (peer_caps & EMU_CONN_CAP_PROBES);
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     c->rep_pd_len = rep.pd_len;
     if (rep.pd_len)
         memcpy(c->rep_pd, rep.pd, rep.pd_len);
@@ -1264,9 +1264,9 @@ static void conn_writable(struct emu_conn *c)
         return;
     }
     if ((c->state == CS_EST || c->state == CS_CLOSING) && c->ops.tx) {
-        pthread_mutex_lock(&c->lock);
+        emu_lock(&c->lock);
         bool want = c->want_tx;
-        pthread_mutex_unlock(&c->lock);
+        emu_unlock(&c->lock);
         if (want) {
             c->ops.tx(c, c->ctx);
             return;
@@ -1460,7 +1460,7 @@ fail:
     emu_timer_free(c->retry);
     conn_close_fd(c->fd, false);
     emu_wire_ep_fini(&c->wire);
-    pthread_mutex_destroy(&c->lock);
+    emu_lock_destroy(&c->lock);
     free(c);
     return rc;
 }
@@ -1502,10 +1502,10 @@ static void accept_job(void *arg)
             finish(c, EMU_CONN_ACCEPT_ERROR, EPROTO, true);
         } else {
             set_result(c, &res);
-            pthread_mutex_lock(&c->lock);
+            emu_lock(&c->lock);
             c->info.caps = marker ? c->peer_caps & EMU_CONN_CAPS_LOCAL : 0;
             c->info.peer_probes = marker && (c->peer_caps & EMU_CONN_CAP_PROBES);
-            pthread_mutex_unlock(&c->lock);
+            emu_unlock(&c->lock);
             c->out_len = len;
             c->out_off = 0;
             set_state(c, CS_P_SEND_REP);
@@ -1524,7 +1524,7 @@ static int answer_begin(struct emu_conn *c, const void *pdata, uint16_t pdata_le
 {
     if (c == NULL || pdata_len > EMU_CONN_PDATA_MAX || (pdata_len && pdata == NULL))
         return -EINVAL;
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     int rc = 0;
     if (c->answered)
         rc = -EALREADY;
@@ -1537,7 +1537,7 @@ static int answer_begin(struct emu_conn *c, const void *pdata, uint16_t pdata_le
             memcpy(c->apd, pdata, pdata_len);
         c->apd_len = pdata_len;
     }
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     return rc;
 }
 
@@ -1590,10 +1590,10 @@ static void disconnect_job_common(struct emu_conn *c, bool graceful)
     switch (c->state) {
     case CS_EST:
         if (graceful) {
-            pthread_mutex_lock(&c->lock);
+            emu_lock(&c->lock);
             shutdown(c->fd, SHUT_WR);
             c->state = CS_CLOSING;
-            pthread_mutex_unlock(&c->lock);
+            emu_unlock(&c->lock);
             emu_timer_arm(c->timer, EMU_CONN_CLOSE_TIMEOUT_US);
         } else {
             abort_linger(c);
@@ -1644,9 +1644,9 @@ int emu_conn_disconnect(struct emu_conn *c, bool graceful)
 {
     if (c == NULL)
         return -EINVAL;
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     bool req = (c->state == CS_P_PENDING || c->state == CS_P_DEAD) && !c->answered;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     if (req)
         return -EINVAL;
     return conn_post(c, graceful ? disconnect_graceful_job : disconnect_abrupt_job);
@@ -1722,10 +1722,10 @@ int emu_conn_get_info(struct emu_conn *c, struct emu_conn_info *out)
 {
     if (c == NULL || out == NULL)
         return -EINVAL;
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     *out = c->info;
     int rc = c->state == CS_EST || c->state == CS_CLOSING ? 0 : -ENOTCONN;
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     return rc;
 }
 
@@ -1752,7 +1752,7 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
 {
     if (c == NULL || (iovcnt > 0 && iov == NULL) || iovcnt < 0)
         return -EINVAL;
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     ssize_t n;
     if (c->state == CS_EST && c->term) {
         n = -EPIPE; /* the last words were said (emu_conn_last_words) */
@@ -1764,7 +1764,7 @@ ssize_t emu_conn_writev(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     } else {
         n = c->state == CS_CLOSING ? -EPIPE : -ENOTCONN;
     }
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     return n;
 }
 
@@ -1776,7 +1776,7 @@ int emu_conn_last_words(struct emu_conn *c, const struct iovec *iov, int iovcnt)
     for (int i = 0; i < iovcnt; i++)
         add += iov[i].iov_len;
     int rc = 0;
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     if (c->state != CS_EST) {
         rc = -ENOTCONN;
     } else {
@@ -1795,17 +1795,17 @@ int emu_conn_last_words(struct emu_conn *c, const struct iovec *iov, int iovcnt)
             }
         }
     }
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
     return rc;
 }
 
 void emu_conn_want_tx(struct emu_conn *c, bool on)
 {
-    pthread_mutex_lock(&c->lock);
+    emu_lock(&c->lock);
     c->want_tx = on;
     if (c->w && on)
         emu_fdw_enable(c->w, EMU_EV_WRITE);
     /* Turning it off is left to the engine (it knows whether the handshake
      * still needs write readiness): the next writable callback disables it. */
-    pthread_mutex_unlock(&c->lock);
+    emu_unlock(&c->lock);
 }

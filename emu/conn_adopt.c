@@ -138,7 +138,7 @@ static void adopt_job_fn(void *arg)
         emu_fdw_free(c->w);
         emu_timer_free(c->timer);
         emu_wire_ep_fini(&c->wire);
-        pthread_mutex_destroy(&c->lock);
+        emu_lock_destroy(&c->lock);
         free(c);
         j->rc = rc;
         return;

@@ -4,6 +4,7 @@
 #define SOFTDAT_EMU_CONN_INT_H
 
 #include "emu/conn.h"
+#include "emu/lock.h"
 #include "emu/wire_io.h"
 
 #include <pthread.h>
@@ -40,7 +41,7 @@ struct emu_conn {
     struct emu_engine *e;
     struct emu_wire_ep wire;    /* passed to every emu_wire_send/recv of fd */
     atomic_int refs;            /* owner (user, listener or engine) + queued jobs */
-    pthread_mutex_t lock;       /* state, fd, w, want_tx, info (cross-thread readers) */
+    emu_lock_t lock;            /* state, fd, w, want_tx, info (cross-thread readers) */
     enum cstate state;
     int fd;
     struct emu_fdw *w;

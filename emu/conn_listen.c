@@ -397,7 +397,7 @@ static void listener_accept(int fd, unsigned what, void *arg)
             emu_fdw_free(c->w);
             emu_timer_free(c->timer);
             conn_close_fd(cfd, true);
-            pthread_mutex_destroy(&c->lock);
+            emu_lock_destroy(&c->lock);
             free(c);
             continue;
         }

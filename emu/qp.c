@@ -188,20 +188,20 @@ bool qp_pop_recv(struct emu_qp *qp, struct rq_wqe *out)
     struct emu_srq *s = qp->a.srq;
     if (s) {
         bool fire = false;
-        pthread_mutex_lock(&s->rq.lock);
+        emu_lock(&s->rq.lock);
         bool ok = ring_pop(&s->rq, out);
         if (ok && s->lw && s->lw_armed && s->rq.tail - s->rq.head < s->lw) {
             s->lw_armed = false;
             fire = true;
         }
-        pthread_mutex_unlock(&s->rq.lock);
+        emu_unlock(&s->rq.lock);
         if (fire && s->lw_hit)
             s->lw_hit(s->ctx);
         return ok;
     }
-    pthread_mutex_lock(&qp->rq.lock);
+    emu_lock(&qp->rq.lock);
     bool ok = ring_pop(&qp->rq, out);
-    pthread_mutex_unlock(&qp->rq.lock);
+    emu_unlock(&qp->rq.lock);
     return ok;
 }
 
@@ -255,9 +255,9 @@ int emu_qp_create(const struct emu_qp_attr *a, struct emu_qp **out)
     }
     for (uint32_t i = 0; i < qp->tx.sq_cap; i++)
         qp->tx.sq[i].sge = qp->tx.sq_sge + (size_t)i * qp->a.max_sge;
-    pthread_mutex_init(&qp->tx.lock, NULL);
-    pthread_mutex_init(&qp->rx.lock, NULL);
-    pthread_mutex_init(&qp->rq.lock, NULL);
+    emu_lock_init(&qp->tx.lock);
+    emu_lock_init(&qp->rx.lock);
+    emu_lock_init(&qp->rq.lock);
     qp->rx.fd = -1;
     qp->tx.read_seq = (uint32_t)(((uintptr_t)qp >> 4) & 0xFFFF);
     if (a->srq)
@@ -274,9 +274,9 @@ void emu_qp_destroy(struct emu_qp *qp)
     emu_qp_flush(qp);
     if (qp->a.srq)
         atomic_fetch_sub(&qp->a.srq->users, 1);
-    pthread_mutex_destroy(&qp->tx.lock);
-    pthread_mutex_destroy(&qp->rx.lock);
-    pthread_mutex_destroy(&qp->rq.lock);
+    emu_lock_destroy(&qp->tx.lock);
+    emu_lock_destroy(&qp->rx.lock);
+    emu_lock_destroy(&qp->rq.lock);
     qp_free(qp);
 }
 
@@ -305,11 +305,11 @@ int emu_qp_reset(struct emu_qp *qp)
 {
     if (!qp)
         return -EINVAL;
-    pthread_mutex_lock(&qp->rx.lock);
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->rx.lock);
+    emu_lock(&qp->tx.lock);
     if (qp->link.c) {
-        pthread_mutex_unlock(&qp->tx.lock);
-        pthread_mutex_unlock(&qp->rx.lock);
+        emu_unlock(&qp->tx.lock);
+        emu_unlock(&qp->rx.lock);
         return -EBUSY;
     }
     qp->tx.dead = qp->tx.disc_pending = qp->tx.disc_done = false;
@@ -325,7 +325,7 @@ int emu_qp_reset(struct emu_qp *qp)
     qp->link.ird = qp->a.ird;
     qp->link.ord = qp->a.ord;
     qp->link.caps = qp->a.rfc7306 ? EMU_CONN_CAPS_LOCAL : 0;
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     qp_rx_reset(qp);
     qp->rx.dead = false;
     qp->rx.err = 0;
@@ -333,7 +333,7 @@ int emu_qp_reset(struct emu_qp *qp)
     qp->rx.cut_through = 0;
     qp->rx.rnr_stalls = 0;
     atomic_store(&qp->fatal_sent, false);
-    pthread_mutex_unlock(&qp->rx.lock);
+    emu_unlock(&qp->rx.lock);
     return 0;
 }
 
@@ -364,11 +364,11 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
             return -ENOMEM;
         }
     }
-    pthread_mutex_lock(&qp->rx.lock);
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->rx.lock);
+    emu_lock(&qp->tx.lock);
     if (qp->link.c || qp->rx.attached) {
-        pthread_mutex_unlock(&qp->tx.lock);
-        pthread_mutex_unlock(&qp->rx.lock);
+        emu_unlock(&qp->tx.lock);
+        emu_unlock(&qp->rx.lock);
         free(irq);
         free(stage);
         return -EBUSY;
@@ -398,7 +398,7 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     /* RFC 7306 opcodes only towards a peer that offered them in its
      * capability marker (wire.md §2.6), or when the owner says so. */
     qp->link.caps = qp->a.rfc7306 ? EMU_CONN_CAPS_LOCAL : info.caps & EMU_CONN_CAPS_LOCAL;
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
 
     qp_rx_reset(qp);
     qp->rx.peer_probes = info.peer_probes;
@@ -414,11 +414,11 @@ int emu_qp_attach(struct emu_qp *qp, struct emu_conn *c, uint64_t conn_id)
     emu_conn_set_rx_retry(c, qp->a.rnr_timer_us);
     qp->rx.dead = false;
     qp->rx.err = 0;
-    pthread_mutex_unlock(&qp->rx.lock);
+    emu_unlock(&qp->rx.lock);
 
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     SD_DBG("qp", "%p attached: crc %d ird %u ord %u fpdu %u rfc7306 caps %#x", (void *)qp,
            info.crc, info.ird, info.ord, qp->link.mulpdu, qp->link.caps);
     return 0;
@@ -428,9 +428,9 @@ void emu_qp_detach(struct emu_qp *qp)
 {
     if (!qp)
         return;
-    pthread_mutex_lock(&qp->rx.lock);
+    emu_lock(&qp->rx.lock);
     qp->rx.fd = -1;
-    pthread_mutex_unlock(&qp->rx.lock);
+    emu_unlock(&qp->rx.lock);
 }
 
 void emu_qp_unlink(struct emu_qp *qp)
@@ -438,13 +438,13 @@ void emu_qp_unlink(struct emu_qp *qp)
     if (!qp)
         return;
     /* Both locks: the link is read under either (struct qp_link). */
-    pthread_mutex_lock(&qp->rx.lock);
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->rx.lock);
+    emu_lock(&qp->tx.lock);
     qp->rx.fd = -1;
     qp->link.c = NULL;
     qp->link.wire = NULL;
-    pthread_mutex_unlock(&qp->tx.lock);
-    pthread_mutex_unlock(&qp->rx.lock);
+    emu_unlock(&qp->tx.lock);
+    emu_unlock(&qp->rx.lock);
 }
 
 /* The polling thread's clock (emu_now_us) when its last polling pass or
@@ -516,10 +516,10 @@ static void poll_note_busy(void)
  * bytes or timer. */
 static void kick_engine(struct emu_qp *qp)
 {
-    pthread_mutex_lock(&qp->tx.lock); /* the link is stable under either lock */
+    emu_lock(&qp->tx.lock); /* the link is stable under either lock */
     if (qp->link.c)
         emu_conn_rx_kick(qp->link.c);
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
 }
 
 /* Only a consumer that keeps polling gets the lease: passes less than
@@ -714,7 +714,7 @@ static void flush_deferred(struct emu_qp *qp, bool force)
     }
     if (!posts && !answers && !owed && !probe)
         return;
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     qp_sq_confirm_owed(qp);
     probe = probe && atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed);
     if (((posts || answers) &&
@@ -725,7 +725,7 @@ static void flush_deferred(struct emu_qp *qp, bool force)
             qp_tx_pump(qp);
         qp->tx.probe_force = false;
     }
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
 }
 
 /* The engine's pass (rx.lock held). A failure is returned to the conn,
@@ -778,7 +778,7 @@ int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
         return EMU_RX_PAUSE;
     }
     atomic_store_explicit(&qp->poll.engine_parked, false, memory_order_relaxed);
-    pthread_mutex_lock(&qp->rx.lock);
+    emu_lock(&qp->rx.lock);
     int rc;
     if (qp->rx.dead)
         rc = qp->rx.err ? qp->rx.err : -EPROTO;
@@ -791,7 +791,7 @@ int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
      * hook runs again then and flushes first. */
     bool kept = qp->rx.answer_kept;
     qp->rx.answer_kept = false;
-    pthread_mutex_unlock(&qp->rx.lock);
+    emu_unlock(&qp->rx.lock);
     if (kept && rc != EMU_RX_PAUSE)
         emu_conn_rx_again_after(c, QP_DEFER_ENGINE_US);
     return rc;
@@ -808,9 +808,9 @@ static void tx_resume(struct emu_qp *qp)
 
 void emu_qp_tx(struct emu_qp *qp)
 {
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     tx_resume(qp);
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
 }
 
 #define QP_POLL_MANY 16u  /* emu_qp_progress_many: more QPs than this, one by one */
@@ -884,13 +884,13 @@ static void consumer_tx(struct emu_qp *qp, bool writable)
         if (p.fd < 0 || poll(&p, 1, 0) != 1 || p.revents != POLLOUT)
             return; /* errors and hang-ups are the engine's to report */
     }
-    if (pthread_mutex_trylock(&qp->tx.lock) != 0)
+    if (!emu_trylock(&qp->tx.lock))
         return;
     if (qp->tx.want_tx) {
         tx_resume(qp);
         atomic_fetch_add_explicit(&g_consumer_tx, 1, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
 }
 
 int emu_qp_progress(struct emu_qp *qp)
@@ -905,7 +905,7 @@ int emu_qp_progress(struct emu_qp *qp)
 static int progress_rx(struct emu_qp *qp)
 {
     flush_deferred(qp, false);
-    if (pthread_mutex_trylock(&qp->rx.lock) != 0)
+    if (!emu_trylock(&qp->rx.lock))
         return 0;
     int n = 0;
     if (qp->rx.attached && !qp->rx.dead && qp->rx.fd >= 0) {
@@ -923,7 +923,7 @@ static int progress_rx(struct emu_qp *qp)
                 emu_conn_rx_kick(qp->link.c);
         }
     }
-    pthread_mutex_unlock(&qp->rx.lock);
+    emu_unlock(&qp->rx.lock);
     return n;
 }
 
@@ -941,7 +941,7 @@ static bool tx_idle(const struct emu_qp *qp)
  * by probes (a softdat peer with InfiniBand semantics). */
 static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirmed, bool *probes)
 {
-    pthread_mutex_lock(&qp->rx.lock);
+    emu_lock(&qp->rx.lock);
     bool live = qp->rx.attached && !qp->rx.dead && qp->rx.fd >= 0;
     if (live)
         (void)consumer_rx_run(qp);
@@ -949,7 +949,7 @@ static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirme
     *placed = qp->rx.placed;
     *confirmed = qp->rx.confirmed;
     *probes = qp->rx.peer_probes;
-    pthread_mutex_unlock(&qp->rx.lock);
+    emu_unlock(&qp->rx.lock);
     flush_deferred(qp, true); /* answers kept for the next bytes sent, an owed probe: now */
     return live;
 }
@@ -957,18 +957,18 @@ static bool quiesce_pass(struct emu_qp *qp, uint32_t *placed, uint32_t *confirme
 /* Answers to the peer's Reads not yet handed to the socket. */
 static bool answers_queued(struct emu_qp *qp)
 {
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     bool q = !qp->tx.dead && qp->link.c != NULL && !irq_empty(qp);
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     return q;
 }
 
 /* Our own Sends/Writes still wait for the answer to a probe. */
 static bool own_unconfirmed(struct emu_qp *qp)
 {
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     bool w = !qp->tx.dead && qp->link.c != NULL && qp->tx.unacked > 0;
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     return w;
 }
 
@@ -1012,7 +1012,7 @@ int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
     if (!qp)
         return -EINVAL;
     emu_qp_quiesce(qp);
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     struct emu_conn *c = qp->link.c;
     int rc = 0;
     if (!c) {
@@ -1030,7 +1030,7 @@ int emu_qp_disconnect(struct emu_qp *qp, bool graceful)
             rc = emu_conn_disconnect(c, true);
         }
     }
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     return rc;
 }
 
@@ -1049,7 +1049,7 @@ void emu_qp_flush(struct emu_qp *qp)
 {
     if (!qp)
         return;
-    pthread_mutex_lock(&qp->rx.lock);
+    emu_lock(&qp->rx.lock);
     qp_rx_deliver_pending(qp);
     qp->rx.attached = false;
     qp->rx.fd = -1;
@@ -1068,18 +1068,18 @@ void emu_qp_flush(struct emu_qp *qp)
     }
     qp->rx.rnr_since = 0;
     if (!qp->a.srq) {
-        pthread_mutex_lock(&qp->rq.lock);
+        emu_lock(&qp->rq.lock);
         struct rq_wqe r;
         while (ring_pop(&qp->rq, &r))
             flush_recv(qp, r.cookie, EMU_WC_FLUSHED);
-        pthread_mutex_unlock(&qp->rq.lock);
+        emu_unlock(&qp->rq.lock);
     }
     if (!qp->rx.dead) {
         qp->rx.dead = true;
         qp->rx.err = -ENOTCONN;
     }
 
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     qp_sq_confirm_owed(qp); /* the peer did place those */
     qp->link.c = NULL;
     qp->tx.dead = true;
@@ -1096,8 +1096,8 @@ void emu_qp_flush(struct emu_qp *qp)
     for (uint32_t i = atomic_load_explicit(&qp->irq.head, memory_order_relaxed); i != itail; i++)
         emu_mem_put(&qp->irq.ent[i % qp->irq.cap].ref);
     tx_clear(qp);
-    pthread_mutex_unlock(&qp->tx.lock);
-    pthread_mutex_unlock(&qp->rx.lock);
+    emu_unlock(&qp->tx.lock);
+    emu_unlock(&qp->rx.lock);
 }
 
 /* ---------------------------------------------------------------- posting */
@@ -1158,20 +1158,20 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
     }
     if (wr->op == EMU_WR_BIND && !wr->mw)
         return -EINVAL;
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     if (!qp->link.c || qp->tx.dead || qp->tx.disc_pending) {
-        pthread_mutex_unlock(&qp->tx.lock);
+        emu_unlock(&qp->tx.lock);
         return -ENOTCONN;
     }
     uint32_t need = wr->op == EMU_WR_WRITE_IMM ? EMU_CONN_CAP_IMM
                     : wr->op == EMU_WR_FETCH_ADD || wr->op == EMU_WR_CMP_SWAP ? EMU_CONN_CAP_ATOMICS
                                                                               : 0;
     if ((qp->link.caps & need) != need) {
-        pthread_mutex_unlock(&qp->tx.lock);
+        emu_unlock(&qp->tx.lock);
         return -EOPNOTSUPP;
     }
     if (qp->tx.sq_tail - qp->tx.sq_head >= qp->tx.sq_cap) {
-        pthread_mutex_unlock(&qp->tx.lock);
+        emu_unlock(&qp->tx.lock);
         return -ENOSPC;
     }
     uint64_t now = emu_now_us();
@@ -1215,7 +1215,7 @@ int emu_qp_post_send(struct emu_qp *qp, const struct emu_wr *wr)
         atomic_store_explicit(&qp->poll.posts_held, true, memory_order_relaxed);
     }
     qp_clock_wrote();
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     if (pumped)
         poll_note_busy();
     return 0;
@@ -1226,16 +1226,16 @@ int emu_qp_post_recv(struct emu_qp *qp, uint64_t cookie, uint32_t nsge,
 {
     if (!qp || qp->a.srq)
         return -EINVAL;
-    pthread_mutex_lock(&qp->rq.lock);
+    emu_lock(&qp->rq.lock);
     int rc = ring_push(&qp->rq, qp->a.max_sge, cookie, nsge, sge);
-    pthread_mutex_unlock(&qp->rq.lock);
+    emu_unlock(&qp->rq.lock);
     return rc;
 }
 
 void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
 {
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     out->send_outstanding = qp->tx.sq_tail - qp->tx.sq_head;
     out->ird = qp->link.ird;
     out->ord = qp->link.ord;
@@ -1246,21 +1246,21 @@ void emu_qp_get_stats(struct emu_qp *qp, struct emu_qp_stats *out)
     out->held_posts = qp->tx.held_posts;
     out->tx_crc_in_place = qp->tx.crc_in_place;
     out->tx_crc_staged = qp->tx.crc_staged;
-    pthread_mutex_unlock(&qp->tx.lock);
-    pthread_mutex_lock(&qp->rx.lock);
+    emu_unlock(&qp->tx.lock);
+    emu_lock(&qp->rx.lock);
     out->rx_bytes = qp->rx.bytes;
     out->rx_bytes_in_place = qp->rx.bytes_in_place;
     out->rx_crc_cut_through = qp->rx.cut_through;
     out->consumer_rx_runs = qp->rx.consumer_runs;
     out->rx_fpdus = qp->rx.fpdus;
     out->rnr_stalls = qp->rx.rnr_stalls;
-    pthread_mutex_unlock(&qp->rx.lock);
+    emu_unlock(&qp->rx.lock);
     if (qp->a.srq) {
         out->recv_posted = emu_srq_posted(qp->a.srq);
     } else {
-        pthread_mutex_lock(&qp->rq.lock);
+        emu_lock(&qp->rq.lock);
         out->recv_posted = qp->rq.tail - qp->rq.head;
-        pthread_mutex_unlock(&qp->rq.lock);
+        emu_unlock(&qp->rq.lock);
     }
 }
 
@@ -1284,7 +1284,7 @@ int emu_srq_create(const struct emu_srq_attr *a, struct emu_srq **out)
     s->lw_armed = s->lw != 0;
     s->lw_hit = a->low_watermark_hit;
     s->ctx = a->ctx;
-    pthread_mutex_init(&s->rq.lock, NULL);
+    emu_lock_init(&s->rq.lock);
     *out = s;
     return 0;
 }
@@ -1293,7 +1293,7 @@ void emu_srq_destroy(struct emu_srq *srq)
 {
     if (!srq)
         return;
-    pthread_mutex_destroy(&srq->rq.lock);
+    emu_lock_destroy(&srq->rq.lock);
     free(srq->rq.ring);
     free(srq);
 }
@@ -1303,9 +1303,9 @@ int emu_srq_post_recv(struct emu_srq *s, uint64_t cookie, uint32_t nsge,
 {
     if (!s)
         return -EINVAL;
-    pthread_mutex_lock(&s->rq.lock);
+    emu_lock(&s->rq.lock);
     int rc = ring_push(&s->rq, s->max_sge, cookie, nsge, sge);
-    pthread_mutex_unlock(&s->rq.lock);
+    emu_unlock(&s->rq.lock);
     return rc;
 }
 
@@ -1313,15 +1313,15 @@ int emu_srq_resize(struct emu_srq *s, uint32_t max_recv_wr)
 {
     if (!s || max_recv_wr == 0)
         return -EINVAL;
-    pthread_mutex_lock(&s->rq.lock);
+    emu_lock(&s->rq.lock);
     uint32_t n = s->rq.tail - s->rq.head;
     if (max_recv_wr < n) {
-        pthread_mutex_unlock(&s->rq.lock);
+        emu_unlock(&s->rq.lock);
         return -EBUSY;
     }
     struct rq_wqe *r = calloc(max_recv_wr, sizeof *r);
     if (!r) {
-        pthread_mutex_unlock(&s->rq.lock);
+        emu_unlock(&s->rq.lock);
         return -ENOMEM;
     }
     for (uint32_t i = 0; i < n; i++)
@@ -1331,7 +1331,7 @@ int emu_srq_resize(struct emu_srq *s, uint32_t max_recv_wr)
     s->rq.cap = max_recv_wr;
     s->rq.head = 0;
     s->rq.tail = n;
-    pthread_mutex_unlock(&s->rq.lock);
+    emu_unlock(&s->rq.lock);
     return 0;
 }
 
@@ -1339,18 +1339,18 @@ int emu_srq_set_lw(struct emu_srq *s, uint32_t low_watermark)
 {
     if (!s)
         return -EINVAL;
-    pthread_mutex_lock(&s->rq.lock);
+    emu_lock(&s->rq.lock);
     s->lw = low_watermark;
     s->lw_armed = low_watermark != 0;
-    pthread_mutex_unlock(&s->rq.lock);
+    emu_unlock(&s->rq.lock);
     return 0;
 }
 
 uint32_t emu_srq_posted(const struct emu_srq *s)
 {
     struct emu_srq *m = (struct emu_srq *)s;
-    pthread_mutex_lock(&m->rq.lock);
+    emu_lock(&m->rq.lock);
     uint32_t n = m->rq.tail - m->rq.head;
-    pthread_mutex_unlock(&m->rq.lock);
+    emu_unlock(&m->rq.lock);
     return n;
 }

@@ -10,6 +10,8 @@
 #include "emu/qp.h"
 
 #include <pthread.h>
+
+#include "emu/lock.h"
 #include <stdatomic.h>
 
 #define QP_PF_SIZE (64u * 1024u)        /* receive prefetch buffer */
@@ -163,7 +165,7 @@ enum rx_phase { RX_LEN = 0, RX_HDR, RX_PAY, RX_TRL };
 
 /* A ring of posted receives (a QP's private receive queue; an SRQ). */
 struct rq_ring {
-    pthread_mutex_t lock;
+    emu_lock_t lock;
     struct rq_wqe *ring;
     uint32_t cap, head, tail;   /* tail - head = posted */
 };
@@ -197,7 +199,7 @@ struct qp_link {
 /* Transmit context (tx.lock): the send queue, the message being cut into
  * FPDUs, the batch being written, our MSNs. siw's tx context. */
 struct qp_tx {
-    pthread_mutex_t lock;
+    emu_lock_t lock;
     bool dead;                  /* error or Terminate sent: no more bytes */
     bool want_tx;               /* waiting for writability */
     bool disc_pending;          /* graceful disconnect once drained */
@@ -272,7 +274,7 @@ struct qp_irq {
 /* Receive stream (rx.lock): the FPDU state machine, the receive in
  * progress, placement counters. siw's rx stream. */
 struct qp_rx {
-    pthread_mutex_t lock;
+    emu_lock_t lock;
     _Atomic int fd;             /* the socket, for consumer-thread progress (-1 once detached);
                                    written under rx.lock, read without it by emu_qp_progress_many */
     bool attached;

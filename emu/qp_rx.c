@@ -86,10 +86,10 @@ static int seg_done(struct emu_qp *qp)
     }
     if (qp->rx.release_tx) {
         qp->rx.release_tx = false;
-        pthread_mutex_lock(&qp->tx.lock);
+        emu_lock(&qp->tx.lock);
         qp->tx.hold = false;
         qp_tx_pump(qp);
-        pthread_mutex_unlock(&qp->tx.lock);
+        emu_unlock(&qp->tx.lock);
     }
     if (!h->tagged)
         emu_ddp_rx_advance(&qp->rx.ddp, h);
@@ -392,9 +392,9 @@ static void kick_owed(struct emu_qp *qp)
     if (!qp->rx.tx_owed)
         return;
     qp->rx.tx_owed = false;
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     qp_tx_pump(qp);
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
 }
 
 /* Receive completions reach the consumer once the bytes read with them are

@@ -119,14 +119,14 @@ int qp_rx_fail(struct emu_qp *qp)
 {
     const struct emu_term *t = &qp->rx.fail.t;
     bool remote = qp->rx.fail.remote;
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     qp_sq_confirm_owed(qp);
     if (remote)
         term_blame(qp, t);
     else
         qp_tx_terminate(qp, t);
     qp->tx.dead = true;
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     qp_fatal(qp, remote, t, qp->rx.fail.err);
     qp->rx.dead = true;
     qp->rx.err = -qp->rx.fail.err;
@@ -294,7 +294,7 @@ static int write_finish(struct emu_qp *qp)
 static int rresp_start(struct emu_qp *qp)
 {
     const struct emu_ddp_hdr *h = &qp->rx.h;
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     struct sq_wqe *w = NULL;
     bool probe = false, probe_ok = false;
     if (qp->orq.head != qp->orq.tail) {
@@ -305,7 +305,7 @@ static int rresp_start(struct emu_qp *qp)
         if (!probe)
             w = sq_at(qp, qp->rx.rresp_sq_idx);
     }
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     qp->rx.rresp_probe = probe;
     if (probe) {
         if (!probe_ok)
@@ -329,7 +329,7 @@ static int rresp_finish(struct emu_qp *qp)
     qp->rx.rresp_off += h->payload_len;
     if (!h->last)
         return 0;
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     uint32_t idx = qp->rx.rresp_sq_idx;
     bool ok = true;
     if (qp->rx.rresp_probe) {
@@ -353,7 +353,7 @@ static int rresp_finish(struct emu_qp *qp)
             w->err = EMU_WC_BAD_RESP;
         }
     }
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     qp->rx.rresp_off = 0;
     if (!ok)
         return qp_rx_refuse(qp, EMU_TERM_DDP, EMU_TERM_DDP_TAGGED, EMU_DDP_EC_T_BOUNDS);
@@ -596,7 +596,7 @@ static int areq_finish(struct emu_qp *qp)
 static int aresp_finish(struct emu_qp *qp)
 {
     const struct emu_rdmap_atomic_resp *r = &qp->rx.h.u.aresp;
-    pthread_mutex_lock(&qp->tx.lock);
+    emu_lock(&qp->tx.lock);
     bool ok = false;
     if (qp->orq.head != qp->orq.tail && !orq_at(qp, qp->orq.head)->probe) {
         uint32_t idx = orq_at(qp, qp->orq.head)->idx;
@@ -607,7 +607,7 @@ static int aresp_finish(struct emu_qp *qp)
             ok = true;
         }
     }
-    pthread_mutex_unlock(&qp->tx.lock);
+    emu_unlock(&qp->tx.lock);
     if (!ok)
         return qp_rx_refuse(qp, EMU_TERM_RDMAP, EMU_TERM_RDMAP_OPERATION, EMU_RDMAP_EC_OPCODE);
     qp->rx.ncomp++;

@@ -267,12 +267,12 @@ void sd_cnt_conn_event(struct sd_ep *ep, int type, uint32_t retries)
      * or a failure, and later events report the same total. */
     if (retries != 0 && (type != EMU_CONN_DISCONNECTED && type != EMU_CONN_BROKEN))
         sd_cnt_add(&ia->cnt.v[DCNT_IA_CM_ERR_REQ_RETRY], retries);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     bool initiator = ep->initiator;
     /* Our own disconnect left the EP DISCONNECT_PENDING: the peer's FIN
      * answers it (DREP); otherwise the peer asked (DREQ). */
     bool ours = ep->state == DAT_EP_STATE_DISCONNECT_PENDING;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     switch ((enum emu_conn_event_type)type) {
     case EMU_CONN_ESTABLISHED:
         /* iWARP: MPA Reply = REP, the peer-to-peer RTR = RTU. */

@@ -178,7 +178,7 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
     }
 
     pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
     if (crep != NULL) {
         if (s != DAT_EP_STATE_PASSIVE_CONNECTION_PENDING && s != DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING)
@@ -213,17 +213,17 @@ static DAT_RETURN sd_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
         ep->rsp = NULL;
         sd_ep_conn_params(ep, &prm, 0);
     }
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (rc == DAT_SUCCESS) {
         int r = emu_conn_accept(conn, &prm, pdata, (uint16_t)pdata_size, &sd_ep_conn_ops, ep);
         if (r != 0) {
-            pthread_mutex_lock(&ep->lock);
+            emu_lock(&ep->lock);
             sd_ep_set_state(ep, s);
             ep->conn = NULL;
             ep->remote_set = false;
             ep->provider_ep = old_prov;
             ep->rsp = old_rsp;
-            pthread_mutex_unlock(&ep->lock);
+            emu_unlock(&ep->lock);
             pthread_mutex_lock(&cr->lock);
             cr->conn = conn;
             pthread_mutex_unlock(&cr->lock);

@@ -215,10 +215,10 @@ static void ep_teardown(struct sd_handle *h)
 {
     struct sd_ep *ep = (struct sd_ep *)h;
     pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     struct emu_conn *c = ep->conn;
     ep->conn = NULL;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     /* Abortive close, no further events: the peer sees the connection
      * end; we post nothing (spec L6034). */
     if (c != NULL) {
@@ -246,7 +246,7 @@ static void ep_teardown(struct sd_handle *h)
 static void ep_release(struct sd_handle *h)
 {
     struct sd_ep *ep = (struct sd_ep *)h;
-    pthread_mutex_destroy(&ep->lock);
+    emu_lock_destroy(&ep->lock);
     pthread_mutex_destroy(&ep->cm_lock);
 }
 
@@ -303,7 +303,7 @@ static DAT_RETURN create_obj(struct sd_ia *ia, struct sd_pz *pz, struct sd_evd *
     struct sd_ep *ep = (struct sd_ep *)sd_handle_alloc(&ep_ops, ia);
     if (ep == NULL)
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
-    pthread_mutex_init(&ep->lock, NULL);
+    emu_lock_init(&ep->lock);
     pthread_mutex_init(&ep->cm_lock, NULL);
     if (attr != NULL) {
         sd_ep_default_attr(&ep->attr);
@@ -561,7 +561,7 @@ static DAT_RETURN sd_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, D
         goto out;
     }
     struct sd_ia *ia = ep->h.ia;
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     p->ia_handle = sd_ia_consumer_handle(ia);
     p->ep_state = ep->state;
     if (ep->comm_set)
@@ -589,7 +589,7 @@ static DAT_RETURN sd_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, D
         p->ep_attr.ep_provider_specific_count = 1;
         p->ep_attr.ep_provider_specific = &crc_attr[ep->crc_on ? 1 : 0];
     }
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
 out:
     sd_handle_put(&ep->h);
     return rc;
@@ -798,20 +798,20 @@ static DAT_RETURN sd_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, 
         emu_qp_get_stats(ep->qp, &qs);
         recvs_posted = qs.recv_posted > 0;
     }
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     struct sd_handle *old[4] = {NULL, NULL, NULL, NULL};
     bool rebuild = false;
     rc = modify_check_state(ep, mask, p, &d, recvs_posted);
     if (rc == DAT_SUCCESS)
         rc = modify_apply(ep, mask, p, &d, old, &rebuild);
     if (rc != DAT_SUCCESS) {
-        pthread_mutex_unlock(&ep->lock);
+        emu_unlock(&ep->lock);
         pthread_mutex_unlock(&ep->cm_lock);
         goto out;
     }
     struct sd_evd *cfg_recv = ep->recv_evd, *cfg_req = ep->request_evd;
     DAT_COMPLETION_FLAGS cfg_rf = ep->attr.recv_completion_flags, cfg_qf = ep->attr.request_completion_flags;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     /* still referenced: old EVDs are dropped only below, new ones are ours */
     set_evd_config(cfg_recv, cfg_req, cfg_rf, cfg_qf);
     if (rebuild) {
@@ -842,9 +842,9 @@ static DAT_RETURN sd_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *state,
     DAT_RETURN rc = sd_ep_get(ep_handle, &ep);
     if (rc != DAT_SUCCESS)
         return rc;
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     bool ri = true, qi = true;
     uint32_t uq, ur;
     if (ep->qp != NULL) {
@@ -872,10 +872,10 @@ static DAT_RETURN sd_ep_free(DAT_EP_HANDLE ep_handle)
     DAT_RETURN rc = sd_ep_get(ep_handle, &ep);
     if (rc != DAT_SUCCESS)
         return rc;
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
     bool held = ep->rsp != NULL || ep->provider_ep;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     /* Reserved / passive / tentative EPs belong to their RSP or CR. */
     if (held || s == DAT_EP_STATE_RESERVED || s == DAT_EP_STATE_UNCONFIGURED_RESERVED ||
         s == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING || s == DAT_EP_STATE_UNCONFIGURED_PASSIVE ||
@@ -896,7 +896,7 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
     if (rc != DAT_SUCCESS)
         return rc;
     pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
     struct emu_conn *c = NULL;
     if (s == DAT_EP_STATE_DISCONNECTED) {
@@ -907,7 +907,7 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
          * (L5925), reset names Disconnected and Unconnected (L7040). */
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));
     }
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (rc == DAT_SUCCESS && s == DAT_EP_STATE_DISCONNECTED) {
         /* The connection is terminal: freeing it delivers nothing more. */
         if (c != NULL) {
@@ -917,7 +917,7 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
         }
         if (ep->qp != NULL)
             rc = sd_ep_dto_reset(ep);
-        pthread_mutex_lock(&ep->lock);
+        emu_lock(&ep->lock);
         sd_ep_set_state(ep, sd_ep_configured_locked(ep) ? DAT_EP_STATE_UNCONNECTED
                                                 : DAT_EP_STATE_UNCONFIGURED_UNCONNECTED);
         ep->remote_set = ep->local_set = false;
@@ -926,7 +926,7 @@ static DAT_RETURN sd_ep_reset(DAT_EP_HANDLE ep_handle)
         ep->remote_port = ep->local_port = 0;
         ep->aborting = false;
         ep->ev_pdata_len = 0;
-        pthread_mutex_unlock(&ep->lock);
+        emu_unlock(&ep->lock);
     }
     pthread_mutex_unlock(&ep->cm_lock);
     sd_handle_put(&ep->h);
@@ -949,9 +949,9 @@ static DAT_RETURN sd_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs, DA
     DAT_COUNT n = 0;
     pthread_mutex_lock(&ep->cm_lock); /* the QP is not rebuilt meanwhile */
     if (ep->srq != NULL) {
-        pthread_mutex_lock(&ep->lock);
+        emu_lock(&ep->lock);
         DAT_EP_STATE st = ep->state;
-        pthread_mutex_unlock(&ep->lock);
+        emu_unlock(&ep->lock);
         bool live = st == DAT_EP_STATE_CONNECTED || st == DAT_EP_STATE_CONNECTED_SINGLE_PATH ||
                     st == DAT_EP_STATE_CONNECTED_MULTI_PATH || st == DAT_EP_STATE_DISCONNECT_PENDING;
         uint32_t held = live ? sd_srq_held_by_eps(ep->srq) : 0;

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 
 #include "emu/conn.h"
+#include "emu/lock.h"
 #include "emu/qp.h"
 #include <stdio.h>
 
@@ -37,7 +38,7 @@ struct sd_ep {
     struct sd_handle h;
 
     /* ---- object and connection (ep.c, ep_cm.c) ---- */
-    pthread_mutex_t lock;           /* state, conn, addresses, pdata */
+    emu_lock_t lock;                /* state, conn, addresses, pdata */
     DAT_EP_STATE state;
     DAT_EP_ATTR attr;
     struct sd_pz *pz;               /* dependency held */

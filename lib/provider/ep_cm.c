@@ -72,7 +72,7 @@ uint64_t sd_ep_next_conn_id(void)
  * Shared by dat_ep_connect and dat_iw_socket_connect (ssp.c). */
 void sd_ep_connect_started(struct sd_ep *ep, struct sd_ia *ia, int r, struct emu_conn *c)
 {
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     if (r == 0) {
         ep->conn = c;
         SD_CNT_EP(ep, DCNT_EP_CONNECT, 1);
@@ -83,7 +83,7 @@ void sd_ep_connect_started(struct sd_ep *ep, struct sd_ia *ia, int r, struct emu
         memset(&ep->remote_addr, 0, sizeof ep->remote_addr);
         ep->remote_port = 0;
     }
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
 }
 
 void sd_ep_conn_params(const struct sd_ep *ep, struct emu_conn_params *p, uint64_t timeout_us)
@@ -135,7 +135,7 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
 {
     struct emu_conn_info info;
     bool have_info = emu_conn_get_info(c, &info) == 0;
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     bool report = !ep->aborting && (ep->state == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING ||
                                     ep->state == DAT_EP_STATE_COMPLETION_PENDING);
     uint64_t id = ep->conn_id;
@@ -153,7 +153,7 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
     if (report)
         store_pdata(ep, ev->pdata, ev->pdata_len);
     struct sd_evd *evd = ep->connect_evd;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (!report)
         return;
     /* The data path owns the stream from here; attach before the consumer
@@ -172,11 +172,11 @@ static void on_established(struct sd_ep *ep, struct emu_conn *c, const struct em
      * Send, which the EP must then accept. The other order left a window in
      * which that Send met COMPLETION_PENDING (finding S2,
      * docs/reliability.md). */
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     report = !ep->aborting && ep->state != DAT_EP_STATE_DISCONNECTED;
     if (report)
         sd_ep_set_state(ep, DAT_EP_STATE_CONNECTED);
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (ep->qp != NULL)
         sd_progress_add(ep); /* waiters on its EVDs may now drive its receive side */
     if (sd_ep_test_established_hook != NULL)
@@ -202,7 +202,7 @@ static DAT_EVENT_NUMBER map_terminal(enum emu_conn_event_type t)
 static void on_terminal(struct sd_ep *ep, const struct emu_conn_event *ev)
 {
     DAT_EVENT_NUMBER num = map_terminal(ev->type);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     sd_ep_set_state(ep, DAT_EP_STATE_DISCONNECTED);
     ep->aborting = false;
     bool pd = ev->type == EMU_CONN_PEER_REJECTED;
@@ -210,7 +210,7 @@ static void on_terminal(struct sd_ep *ep, const struct emu_conn_event *ev)
         store_pdata(ep, ev->pdata, ev->pdata_len);
     struct sd_evd *evd = ep->connect_evd;
     bool srq = ep->srq != NULL;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     SD_EP_LOG(SD_LOG_DEBUG, "ep", ep, "connection %s (err %d) -> event 0x%x", emu_conn_event_name(ev->type), ev->err,
               (unsigned)num);
     /* Outstanding DTOs complete FLUSHED before the consumer learns the
@@ -321,7 +321,7 @@ static DAT_RETURN connect_common(struct sd_ep *ep, const struct sockaddr *remote
                              pdata_size, pdata);
 
     pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_RETURN rc = DAT_SUCCESS;
     if (ep->state != DAT_EP_STATE_UNCONNECTED)
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(ep->state));
@@ -331,7 +331,7 @@ static DAT_RETURN connect_common(struct sd_ep *ep, const struct sockaddr *remote
     if (rc == DAT_SUCCESS) {
         sd_ep_begin_active_locked(ep, &peer, qual, timeout, &prm);
     }
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (rc != DAT_SUCCESS) {
         pthread_mutex_unlock(&ep->cm_lock);
         return rc;
@@ -404,9 +404,9 @@ static DAT_RETURN sd_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_P
     if (rc != DAT_SUCCESS)
         return rc;
     const struct sockaddr *sa = (const struct sockaddr *)remote;
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     int comm_domain = ep->comm_set ? ep->comm.domain : 0;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (sa == NULL || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6) || emu_sockaddr_port(sa) == 0 ||
         (comm_domain != 0 && sa->sa_family != comm_domain))
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
@@ -443,7 +443,7 @@ static DAT_RETURN sd_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_h
     else if (qos & ~(DAT_QOS)ALL_QOS)
         rc = SD_RET(DAT_INVALID_PARAMETER, DAT_INVALID_ARG6);
     if (rc == DAT_SUCCESS) {
-        pthread_mutex_lock(&dup->lock);
+        emu_lock(&dup->lock);
         if (dup->state != DAT_EP_STATE_CONNECTED || !dup->remote_set || !dup->initiator) {
             rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(dup->state));
         } else {
@@ -453,7 +453,7 @@ static DAT_RETURN sd_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_h
             memcpy(&remote, &dup->remote_addr, sizeof remote);
             qual = dup->remote_port;
         }
-        pthread_mutex_unlock(&dup->lock);
+        emu_unlock(&dup->lock);
     }
     if (rc == DAT_SUCCESS)
         rc = connect_common(ep, (const struct sockaddr *)&remote, qual, timeout, pdata_size, pdata);
@@ -479,7 +479,7 @@ static DAT_RETURN sd_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flag
     }
     bool graceful = flags == DAT_CLOSE_GRACEFUL_FLAG;
     pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
     struct emu_conn *c = ep->conn;
     enum { NONE, ABORT, CLOSE } act = NONE;
@@ -504,7 +504,7 @@ static DAT_RETURN sd_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flag
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));
         break;
     }
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (c != NULL && act != NONE) {
         SD_CNT_EP(ep, DCNT_EP_DISCONNECT, 1);
         SD_CNT_IA(ep->h.ia, DCNT_IA_CM_DREQ_TX);

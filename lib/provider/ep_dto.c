@@ -62,7 +62,7 @@ struct ep_snap {
 
 static void snap(struct sd_ep *ep, struct ep_snap *s)
 {
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     s->state = ep->state;
     s->pz = ep->pz;
     s->srq = ep->srq != NULL;
@@ -75,7 +75,7 @@ static void snap(struct sd_ep *ep, struct ep_snap *s)
     s->max_read_iov = ep->attr.max_rdma_read_iov ? ep->attr.max_rdma_read_iov : ep->attr.max_request_iov;
     s->max_write_iov = ep->attr.max_rdma_write_iov ? ep->attr.max_rdma_write_iov : ep->attr.max_request_iov;
     s->conn_id = ep->conn_id;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
 }
 
 static bool is_connected(DAT_EP_STATE s)
@@ -88,12 +88,12 @@ static bool is_connected(DAT_EP_STATE s)
 
 static void break_conn(struct sd_ep *ep, int err, const char *why)
 {
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     if (ep->conn != NULL && sd_handle_alive(&ep->h)) {
         SD_EP_LOG(SD_LOG_WARN, "dto", ep, "%s; breaking the connection", why);
         emu_conn_fail(ep->conn, err); /* asynchronous: BROKEN comes later */
     }
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     sd_handle_put(&ep->h);
 }
 
@@ -479,10 +479,10 @@ static DAT_RETURN post_sq(struct sd_ep *ep, const struct ep_snap *sn, struct emu
         return SD_RET(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
     }
     if (obj != NULL) {
-        pthread_mutex_lock(&r->lock);
+        emu_lock(&r->lock);
         r->s[idx].obj = obj;
         r->s[idx].rmr_context = rmr_context;
-        pthread_mutex_unlock(&r->lock);
+        emu_unlock(&r->lock);
     }
     if (!is_connected(sn->state)) { /* Disconnected: accepted, flushed (L7139) */
         flush_post(ep, false, idx);

@@ -17,6 +17,7 @@
 #ifndef SOFTDAT_PROVIDER_EP_DTO_H
 #define SOFTDAT_PROVIDER_EP_DTO_H
 
+#include "emu/lock.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,7 +62,7 @@ struct sd_dto_slot {
 };
 
 struct sd_dto_ring {
-    pthread_mutex_t lock;
+    emu_lock_t lock;
     struct sd_dto_slot *s;
     uint32_t cap;
     uint32_t nfree;

@@ -32,7 +32,7 @@ int sd_dto_ring_init(struct sd_dto_ring *r, uint32_t cap)
     if (r->s == NULL)
         return -ENOMEM;
     r->cap = cap;
-    pthread_mutex_init(&r->lock, NULL);
+    emu_lock_init(&r->lock);
     ring_reset_locked(r);
     r->inited = true;
     return 0;
@@ -42,22 +42,22 @@ void sd_dto_ring_fini(struct sd_dto_ring *r)
 {
     if (!r->inited)
         return;
-    pthread_mutex_destroy(&r->lock);
+    emu_lock_destroy(&r->lock);
     free(r->s);
     memset(r, 0, sizeof *r);
 }
 
 void sd_dto_ring_clear(struct sd_dto_ring *r)
 {
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     ring_reset_locked(r);
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
 }
 
 uint32_t sd_dto_ring_get(struct sd_dto_ring *r, enum sd_dto_kind kind, DAT_COMPLETION_FLAGS flags,
                          DAT_DTO_COOKIE cookie, uint64_t len)
 {
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     uint32_t idx = r->free_head;
     if (idx != SD_DTO_NONE) {
         struct sd_dto_slot *s = &r->s[idx];
@@ -72,7 +72,7 @@ uint32_t sd_dto_ring_get(struct sd_dto_ring *r, enum sd_dto_kind kind, DAT_COMPL
         s->kind = (uint8_t)kind;
         s->state = SD_SLOT_POSTED;
     }
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
     return idx;
 }
 
@@ -88,10 +88,10 @@ static void free_locked(struct sd_dto_ring *r, uint32_t idx)
 
 void sd_dto_ring_cancel(struct sd_dto_ring *r, uint32_t idx)
 {
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     if (idx < r->cap && r->s[idx].state == SD_SLOT_POSTED)
         free_locked(r, idx);
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
 }
 
 static bool outstanding_locked(const struct sd_dto_ring *r, uint32_t idx)
@@ -130,58 +130,58 @@ static void complete_locked(struct sd_dto_ring *r, uint32_t idx, bool generated)
 
 void sd_dto_ring_complete(struct sd_dto_ring *r, uint32_t idx, bool generated)
 {
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     if (outstanding_locked(r, idx))
         complete_locked(r, idx, generated);
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
 }
 
 bool sd_dto_ring_finish(struct sd_dto_ring *r, uint32_t idx, DAT_COMPLETION_FLAGS ep_flags, bool ok, bool solicited,
                         struct sd_dto_slot *out, enum sd_dto_notify *n)
 {
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     bool known = outstanding_locked(r, idx);
     if (known) {
         *out = r->s[idx];
         *n = sd_dto_decide((enum sd_dto_kind)out->kind, out->flags, ep_flags, ok, solicited);
         complete_locked(r, idx, *n != SD_DTO_NO_EVENT);
     }
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
     return known;
 }
 
 bool sd_dto_ring_peek(struct sd_dto_ring *r, uint32_t idx, struct sd_dto_slot *out)
 {
     bool ok = false;
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     if (outstanding_locked(r, idx)) {
         *out = r->s[idx];
         ok = true;
     }
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
     return ok;
 }
 
 uint32_t sd_dto_ring_outstanding(struct sd_dto_ring *r)
 {
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     uint32_t n = r->cap - r->nfree;
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
     return n;
 }
 
 uint32_t sd_dto_ring_held(struct sd_dto_ring *r)
 {
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     uint32_t n = r->nheld;
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
     return n;
 }
 
 bool sd_dto_ring_defer(struct sd_dto_ring *r, uint32_t idx)
 {
     bool queued = false;
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     if (!r->flushed && idx < r->cap && r->s[idx].state == SD_SLOT_POSTED) {
         struct sd_dto_slot *s = &r->s[idx];
         s->state = SD_SLOT_DEFERRED;
@@ -193,28 +193,28 @@ bool sd_dto_ring_defer(struct sd_dto_ring *r, uint32_t idx)
         r->def_tail = idx;
         queued = true;
     }
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
     return queued;
 }
 
 uint32_t sd_dto_ring_set_flushed(struct sd_dto_ring *r, bool on)
 {
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     r->flushed = on;
     uint32_t head = SD_DTO_NONE;
     if (on) {
         head = r->def_head;
         r->def_head = r->def_tail = SD_DTO_NONE;
     }
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
     return head;
 }
 
 uint32_t sd_dto_ring_next(struct sd_dto_ring *r, uint32_t idx)
 {
-    pthread_mutex_lock(&r->lock);
+    emu_lock(&r->lock);
     uint32_t n = idx < r->cap ? r->s[idx].next : SD_DTO_NONE;
-    pthread_mutex_unlock(&r->lock);
+    emu_unlock(&r->lock);
     return n;
 }
 

@@ -378,12 +378,12 @@ static DAT_RETURN check_iov(DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_COUNT m
 DAT_RETURN sd_ud_post_recv(struct sd_ep *ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
                            DAT_COMPLETION_FLAGS flags)
 {
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE st = ep->state;
     struct sd_pz *pz = ep->pz;
     DAT_COUNT max = ep->attr.max_recv_iov;
     DAT_COMPLETION_FLAGS rf = ep->attr.recv_completion_flags;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (ep->ud == NULL || pz == NULL)
         return SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(st));
     DAT_RETURN rc = check_iov(n, iov, max);
@@ -417,12 +417,12 @@ static DAT_RETURN post_send_ud(DAT_HANDLE handle, DAT_COUNT n, DAT_LMR_TRIPLET *
         return rc;
     struct emu_sge sge[EMU_QP_MAX_SGE];
     uint64_t total = 0;
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE st = ep->state;
     struct sd_pz *pz = ep->pz;
     DAT_COUNT max = ep->attr.max_request_iov;
     DAT_COMPLETION_FLAGS qf = ep->attr.request_completion_flags;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (!sd_ep_is_ud(ep)) { /* spec: "ep_handle type is not UD" */
         rc = SD_RET(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP);
         goto out;
@@ -614,11 +614,11 @@ uint16_t sd_ud_parse_request(const void *pdata, uint16_t len, uint32_t *qpn, uin
 static void post_ud_conn_event(struct sd_ep *ep, struct sd_ud_cm *cm, DAT_EVENT_NUMBER num, DAT_IB_EXT_TYPE type,
                                struct sd_ud_ah *ah, const struct sockaddr_storage *ip, uint32_t qpn, uint32_t qkey)
 {
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     struct sd_evd *evd = ep->connect_evd;
     if (num == (DAT_EVENT_NUMBER)DAT_IB_UD_CONNECTION_EVENT_ESTABLISHED && ep->state == DAT_EP_STATE_UNCONNECTED)
         sd_ep_set_state(ep, DAT_EP_STATE_CONNECTED);
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (evd == NULL || atomic_load(&ep->ud->dying))
         return;
     DAT_EVENT ev;
@@ -767,10 +767,10 @@ static struct sd_ud_cm *cm_new(struct sd_ep *ep, bool active)
 
 static DAT_RETURN ud_ready(struct sd_ep *ep)
 {
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
     bool conf = sd_ep_configured_locked(ep);
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     /* Connecting a UD EP only resolves an address: allowed again and again
      * (IB extension spec §2.3 usage model). */
     if (s != DAT_EP_STATE_UNCONNECTED && s != DAT_EP_STATE_CONNECTED)
@@ -926,13 +926,13 @@ DAT_RETURN sd_ud_disconnect(struct sd_ep *ep, DAT_CLOSE_FLAGS flags)
 {
     (void)flags;
     pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
     bool post = s == DAT_EP_STATE_CONNECTED;
     if (post)
         sd_ep_set_state(ep, DAT_EP_STATE_DISCONNECTED);
     struct sd_evd *evd = ep->connect_evd;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     DAT_RETURN rc = DAT_SUCCESS;
     if (s != DAT_EP_STATE_CONNECTED && s != DAT_EP_STATE_DISCONNECTED && s != DAT_EP_STATE_UNCONNECTED)
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));

@@ -133,11 +133,11 @@ void sd_progress_thread_idle(struct sd_evd *except)
 {
     pthread_mutex_lock(&g_leased_mu);
     for (struct sd_progress_set *ps = g_leased_head; ps != NULL; ps = ps->lnext) {
-        if ((except != NULL && ps == &except->ps) || pthread_mutex_trylock(&ps->mu) != 0)
+        if ((except != NULL && ps == &except->ps) || !emu_trylock(&ps->mu))
             continue; /* a thread in that set's pass renews or gives back itself */
         for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
             emu_qp_poll_release_mine(e->qp);
-        pthread_mutex_unlock(&ps->mu);
+        emu_unlock(&ps->mu);
     }
     pthread_mutex_unlock(&g_leased_mu);
 }
@@ -149,7 +149,7 @@ static void thread_idle_hook(void *progress_arg)
 
 void sd_progress_set_init(struct sd_progress_set *ps)
 {
-    pthread_mutex_init(&ps->mu, NULL);
+    emu_lock_init(&ps->mu);
     ps->head = NULL;
     ps->leased = false;
     ps->lprev = ps->lnext = NULL;
@@ -163,7 +163,7 @@ void sd_progress_set_fini(struct sd_progress_set *ps)
         SD_ERR("progress", "set %p released with registrations", (void *)ps);
     if (ps->leased) /* nobody passes any more: no lock needed for the flag */
         list_leased(ps, false);
-    pthread_mutex_destroy(&ps->mu);
+    emu_lock_destroy(&ps->mu);
 }
 
 void sd_progress_evd_init(struct sd_evd *evd)
@@ -201,13 +201,13 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
         /* Leases taken while the set was small go back once, not on every
          * pass: a walk of 10,000 entries per wakeup was most of the
          * latency at 10,000 endpoints (docs/reliability.md). */
-        if (sd_evq_consumer_sleeping() && pthread_mutex_trylock(&ps->mu) == 0) {
+        if (sd_evq_consumer_sleeping() && emu_trylock(&ps->mu)) {
             release_leases(ps);
-            pthread_mutex_unlock(&ps->mu);
+            emu_unlock(&ps->mu);
         }
         return -1;
     }
-    if (pthread_mutex_trylock(&ps->mu) != 0)
+    if (!emu_trylock(&ps->mu))
         return 0; /* another consumer (or add/remove) is at it */
     int n = 0;
     /* A polling consumer takes over the receive side: the engine stays
@@ -242,7 +242,7 @@ int sd_progress_evd_pass(void *arg, struct sd_evq *q)
     else if (polling)
         emu_qp_poll_pass_end_idle(now); /* spinning on nothing: one clock read a pass */
     bool empty = ps->head == NULL;
-    pthread_mutex_unlock(&ps->mu);
+    emu_unlock(&ps->mu);
     if (n > 0)
         atomic_fetch_add_explicit(&g_completions, (uint64_t)n, memory_order_relaxed);
     return empty ? -1 : n;
@@ -254,7 +254,7 @@ int sd_progress_evd_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_
     struct sd_evd *evd = arg;
     struct sd_progress_set *ps = &evd->ps;
     int members = atomic_load_explicit(&ps->n, memory_order_relaxed);
-    if (members < 1 || members > SD_SLEEP_MAX_QPS || pthread_mutex_trylock(&ps->mu) != 0)
+    if (members < 1 || members > SD_SLEEP_MAX_QPS || !emu_trylock(&ps->mu))
         return -1;
     struct pollfd pfd[SD_SLEEP_MAX_QPS + 1];
     nfds_t n = 0;
@@ -273,14 +273,14 @@ int sd_progress_evd_sleep(void *arg, struct sd_evq *q, int wake_fd, int timeout_
     }
     if (!ok || n == 0) {
         release_leases(ps);
-        pthread_mutex_unlock(&ps->mu);
+        emu_unlock(&ps->mu);
         return -1;
     }
     /* Unlocked while asleep: sd_progress_remove must not wait for a
      * sleeper. A descriptor closed meanwhile costs a wake-up at most (the
      * pass after it revalidates everything under the lock); the removal's
      * flush completions or terminal event wake us through wake_fd. */
-    pthread_mutex_unlock(&ps->mu);
+    emu_unlock(&ps->mu);
     pfd[n].fd = wake_fd;
     pfd[n].events = POLLIN;
     pfd[n].revents = 0;
@@ -301,12 +301,12 @@ void sd_progress_evd_sleep_done(void *arg)
     struct sd_evd *evd = arg;
     struct sd_progress_set *ps = &evd->ps;
     if (atomic_load_explicit(&ps->n, memory_order_relaxed) > SD_SLEEP_MAX_QPS ||
-        pthread_mutex_trylock(&ps->mu) != 0)
+        !emu_trylock(&ps->mu))
         return; /* another consumer holds the set: it renews or gives back itself */
     uint64_t until = emu_now_us() + g_lease_us;
     for (struct sd_prog_ent *e = ps->head; e != NULL; e = e->next)
         emu_qp_poll_trim(e->qp, until);
-    pthread_mutex_unlock(&ps->mu);
+    emu_unlock(&ps->mu);
 }
 
 /* ------------------------------------------------------------ registry */
@@ -337,7 +337,7 @@ static void add_one(struct sd_ep *ep, struct emu_qp *qp, struct sd_evd *evd)
     e->evd = evd;
     sd_handle_ref(&evd->h);
     ep->prog[slot] = e;
-    pthread_mutex_lock(&evd->ps.mu);
+    emu_lock(&evd->ps.mu);
     e->next = evd->ps.head;
     if (e->next != NULL)
         e->next->pprev = &e->next;
@@ -345,7 +345,7 @@ static void add_one(struct sd_ep *ep, struct emu_qp *qp, struct sd_evd *evd)
     evd->ps.head = e;
     int n = atomic_load_explicit(&evd->ps.n, memory_order_relaxed) + 1;
     atomic_store_explicit(&evd->ps.n, n, memory_order_relaxed);
-    pthread_mutex_unlock(&evd->ps.mu);
+    emu_unlock(&evd->ps.mu);
     if (n == 1)
         sd_evq_arm_progress(&evd->q, true);
     atomic_fetch_add_explicit(&g_registered, 1, memory_order_relaxed);
@@ -355,9 +355,9 @@ void sd_progress_add(struct sd_ep *ep)
 {
     if (ep == NULL || progress_off())
         return;
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     struct sd_evd *rv = ep->recv_evd, *rq = ep->request_evd;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     struct emu_qp *qp = ep->qp;
     if (qp == NULL)
         return;
@@ -381,13 +381,13 @@ void sd_progress_remove(struct sd_ep *ep)
         struct sd_progress_set *ps = &e->evd->ps;
         /* Blocking: waits for a pass over this set to end, after which
          * no consumer thread holds e->qp. */
-        pthread_mutex_lock(&ps->mu);
+        emu_lock(&ps->mu);
         *e->pprev = e->next;
         if (e->next != NULL)
             e->next->pprev = e->pprev;
         int n = atomic_load_explicit(&ps->n, memory_order_relaxed) - 1;
         atomic_store_explicit(&ps->n, n, memory_order_relaxed);
-        pthread_mutex_unlock(&ps->mu);
+        emu_unlock(&ps->mu);
         if (n == 0)
             sd_evq_arm_progress(&e->evd->q, false);
         atomic_fetch_sub_explicit(&g_registered, 1, memory_order_relaxed);

@@ -24,6 +24,8 @@
 #define SOFTDAT_PROVIDER_PROGRESS_H
 
 #include <pthread.h>
+
+#include "emu/lock.h"
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,7 +38,7 @@ struct sd_prog_ent;
 struct sd_progress_set {
     /* Guards the list. Held for a whole consumer pass (try-locked: a
      * second consumer skips instead of waiting) and by add/remove. */
-    pthread_mutex_t mu;
+    emu_lock_t mu;
     struct sd_prog_ent *head;
     atomic_int n; /* entries; read unlocked by the pass */
     bool leased;  /* (mu) a pass may have given leases not yet released: a

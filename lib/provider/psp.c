@@ -83,7 +83,7 @@ struct sd_sp *sd_sp_find_handoff(struct sd_ia *ia, DAT_CONN_QUAL qual)
 
 void sd_sp_ep_giveback(struct sd_ep *ep, bool prov, bool keep_reserved)
 {
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     if (prov) {
         /* The provider's EP goes back to the provider: gone (L4046). */
         ep->provider_ep = false;
@@ -97,7 +97,7 @@ void sd_sp_ep_giveback(struct sd_ep *ep, bool prov, bool keep_reserved)
         if (!keep_reserved)
             ep->rsp = NULL;
     }
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (prov)
         sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
     sd_handle_put(&ep->h);
@@ -129,7 +129,7 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
     pthread_mutex_unlock(&sp->lock);
 
     if (ep != NULL) {
-        pthread_mutex_lock(&ep->lock);
+        emu_lock(&ep->lock);
         bool ok = ep->rsp == &sp->h;
         if (ok && ep->state == DAT_EP_STATE_RESERVED)
             sd_ep_set_state(ep, DAT_EP_STATE_PASSIVE_CONNECTION_PENDING);
@@ -137,7 +137,7 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
             sd_ep_set_state(ep, DAT_EP_STATE_UNCONFIGURED_PASSIVE);
         else
             ok = false;
-        pthread_mutex_unlock(&ep->lock);
+        emu_unlock(&ep->lock);
         if (!ok) {
             sd_handle_put(&ep->h);
             emu_conn_free(conn);
@@ -152,9 +152,9 @@ static void deliver_to(struct sd_sp *sp, struct sd_evd *evd, struct emu_conn *co
             emu_conn_free(conn);
             return;
         }
-        pthread_mutex_lock(&ep->lock);
+        emu_lock(&ep->lock);
         ep->provider_ep = true;
-        pthread_mutex_unlock(&ep->lock);
+        emu_unlock(&ep->lock);
         sd_handle_ref(&ep->h);
         prov = true;
     }
@@ -318,7 +318,7 @@ DAT_RETURN sd_sp_reserve_ep(struct sd_sp *sp, struct sd_ep *ep, bool prov)
 {
     DAT_RETURN rc = DAT_SUCCESS;
     pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     DAT_EP_STATE s = ep->state;
     if (ep->rsp == NULL && !ep->provider_ep && s == DAT_EP_STATE_UNCONNECTED)
         sd_ep_set_state(ep, DAT_EP_STATE_RESERVED);
@@ -328,7 +328,7 @@ DAT_RETURN sd_sp_reserve_ep(struct sd_sp *sp, struct sd_ep *ep, bool prov)
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(s));
     if (rc == DAT_SUCCESS)
         ep->rsp = &sp->h;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     pthread_mutex_unlock(&ep->cm_lock);
     if (rc != DAT_SUCCESS) {
         sd_sp_teardown(&sp->h);
@@ -339,9 +339,9 @@ DAT_RETURN sd_sp_reserve_ep(struct sd_sp *sp, struct sd_ep *ep, bool prov)
     sp->ep = ep;
     sp->ep_is_provider = prov;
     if (prov) {
-        pthread_mutex_lock(&ep->lock);
+        emu_lock(&ep->lock);
         ep->provider_ep = true;
-        pthread_mutex_unlock(&ep->lock);
+        emu_unlock(&ep->lock);
     }
     return DAT_SUCCESS;
 }
@@ -446,7 +446,7 @@ void sd_sp_teardown(struct sd_handle *h)
         emu_listener_free(l);
     if (ep != NULL) {
         /* RSP: the EP returns to the consumer unless a CR took it (L4497). */
-        pthread_mutex_lock(&ep->lock);
+        emu_lock(&ep->lock);
         bool destroy = false;
         if (ep->rsp == h) {
             ep->rsp = NULL;
@@ -462,7 +462,7 @@ void sd_sp_teardown(struct sd_handle *h)
                 sd_ep_set_state(ep, DAT_EP_STATE_UNCONFIGURED_UNCONNECTED);
             }
         }
-        pthread_mutex_unlock(&ep->lock);
+        emu_unlock(&ep->lock);
         if (destroy)
             sd_handle_destroy(&ep->h, DAT_INVALID_HANDLE_EP);
         sd_handle_put(&ep->h);

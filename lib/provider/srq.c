@@ -341,7 +341,7 @@ static DAT_COUNT count_unreaped_locked(struct sd_srq *srq, struct sd_evd **evds,
     for (struct sd_link *l = srq->eps.next; l != &srq->eps && i < n; l = l->next) {
         struct sd_ep *ep = EP_OF(l);
         eps[i++] = ep;
-        pthread_mutex_lock(&ep->lock);
+        emu_lock(&ep->lock);
         struct sd_evd *evd = ep->recv_evd;
         bool seen = evd == NULL;
         for (unsigned j = 0; j < nevd && !seen; j++)
@@ -350,7 +350,7 @@ static DAT_COUNT count_unreaped_locked(struct sd_srq *srq, struct sd_evd **evds,
             sd_handle_ref(&evd->h);
             evds[nevd++] = evd;
         }
-        pthread_mutex_unlock(&ep->lock);
+        emu_unlock(&ep->lock);
     }
     *nevd_out = nevd;
     DAT_COUNT total = 0;

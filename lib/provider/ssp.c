@@ -274,7 +274,7 @@ DAT_RETURN sd_iw_socket_connect(DAT_EP_HANDLE ep_handle, DAT_IW_SOCKET fd, DAT_T
     }
 
     pthread_mutex_lock(&ep->cm_lock);
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     if (ep->state != DAT_EP_STATE_UNCONNECTED)
         rc = SD_RET(DAT_INVALID_STATE, sd_ep_state_subtype(ep->state));
     else if (!sd_ep_configured_locked(ep))
@@ -285,7 +285,7 @@ DAT_RETURN sd_iw_socket_connect(DAT_EP_HANDLE ep_handle, DAT_IW_SOCKET fd, DAT_T
     if (rc == DAT_SUCCESS) {
         sd_ep_begin_active_locked(ep, &peer, emu_sockaddr_port((const struct sockaddr *)&peer), timeout, &prm);
     }
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
     if (rc != DAT_SUCCESS) {
         pthread_mutex_unlock(&ep->cm_lock);
         goto out;

@@ -64,9 +64,9 @@ DAT_EP_STATE fx_ep_state(DAT_PROVIDER *p, DAT_EP_HANDLE ep)
 void fx_force_state(DAT_EP_HANDLE h, DAT_EP_STATE s)
 {
     struct sd_ep *ep = (struct sd_ep *)h;
-    pthread_mutex_lock(&ep->lock);
+    emu_lock(&ep->lock);
     ep->state = s;
-    pthread_mutex_unlock(&ep->lock);
+    emu_unlock(&ep->lock);
 }
 
 const struct fx_ep_state_sub fx_ep_states[] = {

@@ -605,9 +605,9 @@ START_TEST(broken_and_racing_disconnects)
     DAT_EP_HANDLE sep = mk_ep(&s), cep = mk_ep(&c);
     connect_pair(&c, cep, &s, sep, psp, port, 0);
     struct sd_ep *e = (struct sd_ep *)cep;
-    pthread_mutex_lock(&e->lock);
+    emu_lock(&e->lock);
     struct emu_conn *conn = e->conn;
-    pthread_mutex_unlock(&e->lock);
+    emu_unlock(&e->lock);
     ck_assert_int_eq(emu_conn_fail(conn, EPROTO), 0);
     wait_ev(&c, c.conn, DAT_CONNECTION_EVENT_BROKEN);
     wait_ev(&s, s.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
