@@ -2,6 +2,7 @@
 #include "emu/evlib.h"
 
 #include "emu/log.h"
+#include "emu/sanitizer.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -18,14 +19,9 @@
 
 /* ASan and TSan abort on RTLD_DEEPBIND (their interceptors would be
  * bypassed); sanitizer builds bind the ordinary way. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if SD_SANITIZER_ANY
 #define EVLIB_DEEPBIND 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define EVLIB_DEEPBIND 0
-#endif
-#endif
-#ifndef EVLIB_DEEPBIND
+#else
 #define EVLIB_DEEPBIND RTLD_DEEPBIND
 #endif
 

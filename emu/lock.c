@@ -1,7 +1,7 @@
 /* The contended halves of emu_lock (emu/lock.h). */
 #include "emu/lock.h"
 
-#ifndef EMU_LOCK_PTHREAD
+#if !SD_SANITIZER_THREAD
 
 #include <linux/futex.h>
 #include <sys/syscall.h>

@@ -22,15 +22,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define EMU_LOCK_PTHREAD 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define EMU_LOCK_PTHREAD 1
-#endif
-#endif
+#include "emu/sanitizer.h"
 
-#ifdef EMU_LOCK_PTHREAD
+#if SD_SANITIZER_THREAD
 
 typedef struct {
     pthread_mutex_t m;

@@ -28,6 +28,7 @@
 #include "emu/engine.h"
 #include "emu/log.h"
 #include "emu/mpa.h"
+#include "emu/sanitizer.h"
 #include "emu/wire.h"
 #include "emu/wire_io.h"
 
@@ -115,7 +116,7 @@ static void copy_ordered(void *dst, const void *src, size_t n)
     size_t bulk = n > QP_RX_ORDERED_TAIL ? n - QP_RX_ORDERED_TAIL : 0;
     if (bulk)
         memcpy(dst, src, bulk);
-#ifdef __SANITIZE_THREAD__
+#if SD_SANITIZER_THREAD
     atomic_signal_fence(memory_order_release); /* TSan models no thread fences */
 #else
     atomic_thread_fence(memory_order_release);

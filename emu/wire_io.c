@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "emu/log.h"
+#include "emu/sanitizer.h"
 
 static _Atomic(const struct emu_wire_observer *) observer;
 
@@ -49,15 +50,7 @@ void emu_wire_ep_fini(struct emu_wire_ep *ep)
  * The socket calls here are made with the provider's locks held, where a
  * cancellation could only leave them held. Sanitizer builds keep libc's
  * calls, which the sanitizers intercept (buffer checks, the thread model). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WIRE_LIBC_CALLS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define WIRE_LIBC_CALLS 1
-#endif
-#endif
-
-#ifdef WIRE_LIBC_CALLS
+#if SD_SANITIZER_ANY
 #define sys_sendmsg sendmsg
 #define sys_recvmsg recvmsg
 #define sys_sendto sendto

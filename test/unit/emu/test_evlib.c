@@ -2,6 +2,7 @@
  * and none of its symbols leak into the program's global scope. */
 #include "emu/engine.h"
 #include "emu/evlib.h"
+#include "emu/sanitizer.h"
 
 #include <check.h>
 #include <dlfcn.h>
@@ -30,7 +31,7 @@ END_TEST
 
 START_TEST(deepbind_outside_sanitizers)
 {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if SD_SANITIZER_ANY
     ck_assert(!emu_evlib_deepbind());
 #else
     ck_assert(emu_evlib_deepbind());
