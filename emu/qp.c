@@ -141,7 +141,8 @@ void qp_sq_confirm(struct emu_qp *qp, uint32_t upto)
  * reply alone; the completions of our own Sends, which nobody waits for
  * at that moment, follow at the thread's next pass or post, or when it
  * sleeps, or when the engine takes the QP back: the bound of the answers
- * a pass keeps (flush_deferred). */
+ * a pass keeps (flush_deferred), which is why only a pass behind a parked
+ * engine defers. */
 void qp_sq_confirm_owed(struct emu_qp *qp)
 {
     if (!atomic_load_explicit(&qp->tx.confirm_owed, memory_order_relaxed))
@@ -779,6 +780,12 @@ int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
     }
     atomic_store_explicit(&qp->poll.engine_parked, false, memory_order_relaxed);
     emu_lock(&qp->rx.lock);
+    /* A consumer pass that saw the engine parked, before the flush above,
+     * may have kept an answer or a confirmation since (under rx.lock);
+     * passes from now on see it unparked and keep nothing. Left, they
+     * would wait for a thread that may be asleep on its condition
+     * variable, the engine for bytes that never come: dapltest's hang. */
+    flush_deferred(qp, true);
     int rc;
     if (qp->rx.dead)
         rc = qp->rx.err ? qp->rx.err : -EPROTO;

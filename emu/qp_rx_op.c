@@ -335,8 +335,10 @@ static int rresp_finish(struct emu_qp *qp)
     if (qp->rx.rresp_probe) {
         qp->orq.head++;
         qp->orq.probes_out--;
-        if (qp->rx.consumer_pass && !qp->tx.disc_pending) {
-            /* After the application's turn (qp_sq_confirm_owed). */
+        if (qp->rx.consumer_pass && !qp->tx.disc_pending && qp_engine_parked(qp)) {
+            /* After the application's turn (qp_sq_confirm_owed), as a
+             * kept answer: only while the engine is parked by a lease,
+             * whose end it looks at whatever this thread does next. */
             qp->tx.confirm_upto = idx;
             atomic_store_explicit(&qp->tx.confirm_owed, true, memory_order_relaxed);
         } else {

@@ -464,6 +464,48 @@ START_TEST(t_confirmation_after_the_pass)
 }
 END_TEST
 
+/* Holds an engine thread until *release is set (at most 20 s). */
+static void hold_engine(void *release)
+{
+    for (int i = 0; i < 20000 && !atomic_load((atomic_bool *)release); i++)
+        usleep(1000);
+}
+
+/* The same answer read by a pass while nobody holds a lease (the engine
+ * not parked) confirms at once. Left for the thread's next pass, it waited
+ * for a thread that may be on its way to a condition variable, and the
+ * engine found no bytes to look again: dapltest's two threads each waited
+ * for the other's next message (emu-datapath.md, "Completion means
+ * placement"). A's engine is held, so that A's pass is what reads the
+ * answer; once let go, it finds nothing to read. */
+START_TEST(t_confirmation_without_lease_at_once)
+{
+    ib_pair_up(EMU_CRC_OFF);
+    static uint8_t src[64], dst[64];
+    qp_fill(src, sizeof src, 11);
+    ck_assert_int_eq(emu_qp_post_recv(B.qp, 0, 1, &(struct emu_sge){dst, sizeof dst}), 0);
+    static atomic_bool release;
+    atomic_store(&release, false);
+    ck_assert_int_eq(emu_engine_run_async(A.e, hold_engine, &release), 0);
+    usleep(20000);
+    uint64_t p0 = stats_of(&B).tx_fpdus;
+    ck_assert_int_eq(qp_post_send(&A, 0, src, sizeof src, 0), 0);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 1));
+    for (int i = 0; i < 2000 && stats_of(&B).tx_fpdus == p0; i++)
+        usleep(1000);
+    ck_assert_uint_gt(stats_of(&B).tx_fpdus, p0);
+    usleep(20000); /* the answer is in A's socket */
+    ck_assert_int_eq(qp_get_ns(&A), 0);
+    emu_qp_progress(A.qp);
+    ck_assert_int_eq(qp_get_ns(&A), 1); /* in the pass that read it */
+    atomic_store(&release, true);
+    ck_assert_uint_eq(A.scq[0].cookie, 0);
+    ck_assert_int_eq(A.scq[0].status, EMU_WC_SUCCESS);
+    ck_assert_int_eq(memcmp(dst, src, sizeof src), 0);
+    qp_pair_down();
+}
+END_TEST
+
 /* A's first n send completions: cookies 0..n-1 in order, all successful. */
 static void assert_sent_in_order(int n)
 {
@@ -771,6 +813,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_thread_counts_small_frames_apart);
     tcase_add_test(tc, t_posts_held_for_one_write);
     tcase_add_test(tc, t_confirmation_after_the_pass);
+    tcase_add_test(tc, t_confirmation_without_lease_at_once);
     tcase_add_test(tc, t_quiet_sends_wait_for_a_wanted_probe);
     tcase_add_test(tc, t_engine_keeps_probe_answer_for_the_reply);
     tcase_add_test(tc, t_abrupt_close_confirms_quiet_sends);
