@@ -778,14 +778,25 @@ int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
         atomic_store_explicit(&qp->poll.engine_parked, true, memory_order_relaxed);
         return EMU_RX_PAUSE;
     }
-    atomic_store_explicit(&qp->poll.engine_parked, false, memory_order_relaxed);
+    /* Taking the QP back. What a thread deferred because it saw the
+     * engine parked (a pass's kept answer or owed confirmation, under
+     * rx.lock; a post's held WRs or owed probe, under tx.lock) may have
+     * been deferred after the flush above: once both locks have been
+     * passed, every such thread is done and any later one sees the engine
+     * unparked and defers nothing, so one more flush finds it all. Left,
+     * it waited for a thread that may be asleep on a condition variable,
+     * and the engine for bytes that never came: dapltest's two threads
+     * each waited for the other's next message. (Only the engine writes
+     * engine_parked on a live QP.) */
+    bool was_parked = atomic_load_explicit(&qp->poll.engine_parked, memory_order_relaxed);
+    if (was_parked) {
+        atomic_store_explicit(&qp->poll.engine_parked, false, memory_order_relaxed);
+        emu_lock(&qp->tx.lock);
+        emu_unlock(&qp->tx.lock);
+    }
     emu_lock(&qp->rx.lock);
-    /* A consumer pass that saw the engine parked, before the flush above,
-     * may have kept an answer or a confirmation since (under rx.lock);
-     * passes from now on see it unparked and keep nothing. Left, they
-     * would wait for a thread that may be asleep on its condition
-     * variable, the engine for bytes that never come: dapltest's hang. */
-    flush_deferred(qp, true);
+    if (was_parked)
+        flush_deferred(qp, true);
     int rc;
     if (qp->rx.dead)
         rc = qp->rx.err ? qp->rx.err : -EPROTO;
