@@ -464,13 +464,6 @@ START_TEST(t_confirmation_after_the_pass)
 }
 END_TEST
 
-/* Holds an engine thread until *release is set (at most 20 s). */
-static void hold_engine(void *release)
-{
-    for (int i = 0; i < 20000 && !atomic_load((atomic_bool *)release); i++)
-        usleep(1000);
-}
-
 /* The same answer read by a pass while nobody holds a lease (the engine
  * not parked) confirms at once. Left for the thread's next pass, it waited
  * for a thread that may be on its way to a condition variable, and the
@@ -484,10 +477,7 @@ START_TEST(t_confirmation_without_lease_at_once)
     static uint8_t src[64], dst[64];
     qp_fill(src, sizeof src, 11);
     ck_assert_int_eq(emu_qp_post_recv(B.qp, 0, 1, &(struct emu_sge){dst, sizeof dst}), 0);
-    static atomic_bool release;
-    atomic_store(&release, false);
-    ck_assert_int_eq(emu_engine_run_async(A.e, hold_engine, &release), 0);
-    usleep(20000);
+    qp_stall(&A);
     uint64_t p0 = stats_of(&B).tx_fpdus;
     ck_assert_int_eq(qp_post_send(&A, 0, src, sizeof src, 0), 0);
     ck_assert(QP_WAIT_FOR(&B, B.nr >= 1));
@@ -497,8 +487,9 @@ START_TEST(t_confirmation_without_lease_at_once)
     usleep(20000); /* the answer is in A's socket */
     ck_assert_int_eq(qp_get_ns(&A), 0);
     emu_qp_progress(A.qp);
-    ck_assert_int_eq(qp_get_ns(&A), 1); /* in the pass that read it */
-    atomic_store(&release, true);
+    int sent = qp_get_ns(&A);
+    qp_unstall();
+    ck_assert_int_eq(sent, 1); /* in the pass that read it */
     ck_assert_uint_eq(A.scq[0].cookie, 0);
     ck_assert_int_eq(A.scq[0].status, EMU_WC_SUCCESS);
     ck_assert_int_eq(memcmp(dst, src, sizeof src), 0);
