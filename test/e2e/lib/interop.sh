@@ -171,6 +171,12 @@ il_wait_log() {
     return 0
 }
 
+# dapltest's exit status does not tell a failed transfer: the words in its
+# log do. A good transaction client ends with IL_DAPLTEST_GOOD; no line of
+# a good run matches IL_DAPLTEST_BAD (grep -E).
+IL_DAPLTEST_GOOD='End of Work -- Client Exiting'
+IL_DAPLTEST_BAD='Test Error|Test Failed|[Ee]rror:|FAIL|mismatch|swallowing|DAT_[A-Z_]+ +DAT_'
+
 # il_not_implemented FILE...: true when a run ended on DAT_NOT_IMPLEMENTED
 # (the status name or its code 0x000c0000 / "NOT_IMPLEMENTED").
 il_not_implemented() { grep -Eq 'DAT_NOT_IMPLEMENTED|NOT_IMPLEMENTED' "$@" 2>/dev/null; }
