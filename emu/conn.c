@@ -106,6 +106,7 @@ static void conn_close(struct emu_conn *c, bool abortive)
         emu_timer_cancel(c->retry);
     if (c->rx_timer)
         emu_timer_cancel(c->rx_timer);
+    c->rx_timer_at = 0;
     emu_lock(&c->lock);
     struct emu_fdw *w = c->w;
     int fd = c->fd;
@@ -518,6 +519,14 @@ static int drain(struct emu_conn *c)
     return EMU_RX_OK;
 }
 
+/* (Engine thread) rx_timer fires usec from now; its deadline is kept for
+ * emu_conn_rx_again_after. */
+static void rx_timer_arm(struct emu_conn *c, uint32_t usec)
+{
+    if (emu_timer_arm(c->rx_timer, usec) == 0)
+        c->rx_timer_at = emu_now_us() + usec;
+}
+
 /* Returns the rx hook's answer (EMU_RX_PAUSE: reading paused, the retry
  * timer armed). */
 static int est_readable(struct emu_conn *c)
@@ -529,7 +538,7 @@ static int est_readable(struct emu_conn *c)
     if (rc == EMU_RX_PAUSE) {
         /* Level-triggered: readable bytes would wake us for nothing. */
         conn_watch(c, 0, EMU_EV_READ);
-        emu_timer_arm(c->rx_timer, c->rx_retry_us);
+        rx_timer_arm(c, c->rx_retry_us);
         return rc;
     }
     if (rc == EMU_RX_EOF)
@@ -550,6 +559,7 @@ static void rx_again(struct emu_conn *c)
     if (gone(c) || (c->state != CS_EST && c->state != CS_CLOSING))
         return;
     emu_timer_cancel(c->rx_timer);
+    c->rx_timer_at = 0;
     if (est_readable(c) != EMU_RX_PAUSE && !gone(c) && (c->state == CS_EST || c->state == CS_CLOSING))
         conn_watch(c, EMU_EV_READ, 0);
 }
@@ -573,8 +583,20 @@ static void rx_kick_job(void *arg)
 
 void emu_conn_rx_again_after(struct emu_conn *c, uint32_t usec)
 {
-    if (c && c->rx_timer && !emu_timer_pending(c->rx_timer))
-        emu_timer_arm(c->rx_timer, usec ? usec : 1);
+    if (c == NULL || c->rx_timer == NULL)
+        return;
+    if (usec == 0)
+        usec = 1;
+    /* Already due by then: leave it (no timerfd re-armed per message). */
+    if (emu_timer_pending(c->rx_timer) && c->rx_timer_at != 0 && c->rx_timer_at <= emu_now_us() + usec)
+        return;
+    rx_timer_arm(c, usec);
+}
+
+bool emu_conn_rx_again_within(struct emu_conn *c, uint32_t usec)
+{
+    return c != NULL && c->rx_timer != NULL && c->rx_timer_at != 0 && emu_timer_pending(c->rx_timer) &&
+           c->rx_timer_at <= emu_now_us() + usec;
 }
 
 int emu_conn_rx_kick(struct emu_conn *c)

@@ -344,13 +344,16 @@ void emu_conn_want_tx(struct emu_conn *c, bool on);
 /* After an rx hook returned EMU_RX_PAUSE, run it again after usec (default
  * 1 ms). Engine thread (e.g. from the ESTABLISHED callback). */
 void emu_conn_set_rx_retry(struct emu_conn *c, uint32_t usec);
-/* Engine thread, from the rx hook: run the hook again after usec even if
+/* Engine thread, from the rx hook: run the hook again within usec even if
  * nothing arrives (reading goes on meanwhile), unless it is due to run
- * again already: what it kept for later (emu/qp: a probe answer waiting
- * for the application's reply) goes by then. Re-arming at every call
- * instead (a ping-pong keeps an answer per message) cost a blocking 64 B
- * Write ping-pong 2-3 us a message. */
+ * again by then already: what it kept for later (emu/qp: a probe answer
+ * waiting for the application's reply, an owed probe) goes by then. A
+ * later deadline does not re-arm the timer: re-arming at every call (a
+ * ping-pong keeps an answer per message) cost a blocking 64 B Write
+ * ping-pong 2-3 us a message. */
 void emu_conn_rx_again_after(struct emu_conn *c, uint32_t usec);
+/* Engine thread: the hook is due to run again within usec (a timer). */
+bool emu_conn_rx_again_within(struct emu_conn *c, uint32_t usec);
 /* Any thread: run the rx hook of an established connection soon on the
  * engine, reading or not (a paused hook may now make progress, or bytes
  * another thread already took off the socket wait to be processed). */

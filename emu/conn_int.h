@@ -49,6 +49,7 @@ struct emu_conn {
     struct emu_timer *retry;    /* active: next TCP connect after a refusal */
     struct emu_timer *rx_timer; /* established: rx hook paused (EMU_RX_PAUSE), run it again */
     uint32_t rx_retry_us;       /* that pause; engine thread */
+    uint64_t rx_timer_at;       /* emu_now_us() when rx_timer fires (0: not armed); engine thread */
     struct emu_engine_hook hook;
     bool want_tx;
     bool term;                  /* the data path sent a Terminate: end with FIN, not RST */

@@ -292,6 +292,7 @@ static void tx_clear(struct emu_qp *qp)
     qp->tx.unacked = 0;
     atomic_store_explicit(&qp->tx.confirm_owed, false, memory_order_relaxed);
     atomic_store_explicit(&qp->tx.probe_owed, false, memory_order_relaxed);
+    atomic_store(&qp->tx.probe_look, false);
     qp->tx.probe_force = false;
     qp->tx.ack_tail = qp->tx.wanted_tail = qp->orq.covered = qp->tx.sq_tail;
     qp->tx.uncovered_bytes = 0;
@@ -452,7 +453,12 @@ void emu_qp_unlink(struct emu_qp *qp)
  * send post ended (0: it never polled). */
 static _Thread_local uint64_t tl_poll_idle_from;
 
-static void flush_deferred(struct emu_qp *qp, bool force);
+static void flush_deferred_within(struct emu_qp *qp, bool force, uint32_t probe_wait_us);
+
+static void flush_deferred(struct emu_qp *qp, bool force)
+{
+    flush_deferred_within(qp, force, force ? 0 : QP_PROBE_DEFER_US);
+}
 
 /* emu_qp_progress_many: the pass right after one that read something is
  * skipped: it would find the sockets just drained, and in a polling loop
@@ -687,8 +693,9 @@ uint64_t qp_us_since_post(struct emu_qp *qp, uint64_t now)
  * this QP sends, now (force), or once they have waited QP_DEFER_US for
  * such bytes, or at once on a QP that has not posted for
  * QP_DEFER_RECENT_US; a probe only quiet WRs wait for (probe_may_wait,
- * qp_tx.c), now (force) or once it has waited QP_PROBE_DEFER_US. */
-static void flush_deferred(struct emu_qp *qp, bool force)
+ * qp_tx.c) once it has waited probe_wait_us (0: now; flush_deferred:
+ * QP_PROBE_DEFER_US, or now when forced). */
+static void flush_deferred_within(struct emu_qp *qp, bool force, uint32_t probe_wait_us)
 {
     /* Polled without pause: look before taking the lock. */
     bool posts = atomic_load_explicit(&qp->poll.posts_held, memory_order_relaxed);
@@ -707,10 +714,10 @@ static void flush_deferred(struct emu_qp *qp, bool force)
             answers = false;
     }
     bool probe = atomic_load_explicit(&qp->tx.probe_owed, memory_order_acquire);
-    if (probe && !force) {
+    if (probe && probe_wait_us != 0) {
         if (now == 0)
             now = qp_clock();
-        if (us_since(now, atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed)) < QP_PROBE_DEFER_US)
+        if (us_since(now, atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed)) < probe_wait_us)
             probe = false;
     }
     if (!posts && !answers && !owed && !probe)
@@ -771,9 +778,48 @@ static int consumer_rx_run(struct emu_qp *qp)
     return rc;
 }
 
+/* (tx.lock) A probe only quiet WRs wait for became owed with no lease
+ * (probe_may_wait): its bound is the engine's timer. Ask the engine for it
+ * unless it has it (or the request is on its way). */
+void qp_probe_look(struct emu_qp *qp)
+{
+    if (atomic_exchange(&qp->tx.probe_look, true))
+        return;
+    if (qp->link.c == NULL || emu_conn_rx_kick(qp->link.c) != 0)
+        atomic_store(&qp->tx.probe_look, false);
+}
+
+/* Engine thread, at the end of its pass (rc: the pass's answer): the
+ * timer that sends an owed probe QP_PROBE_DEFER_ENGINE_US after it became
+ * owed, if no post took it first. While the hook's timer is due within
+ * that bound anyway, a probe owed later needs no kick: that run looks at
+ * it (a ping-pong with every 8th WR signalled kicked the engine once per 8
+ * messages). The flag is cleared before the probe is looked at, and
+ * qp_probe_look sets it after the probe became owed (both sequentially
+ * consistent): one of the two sees the other, so an owed probe never goes
+ * without a timer. Behind a lease the consumer's passes and the lease's
+ * end are the bound. */
+static void engine_probe_look(struct emu_qp *qp, struct emu_conn *c, int rc)
+{
+    atomic_store(&qp->tx.probe_look, false);
+    if (rc != EMU_RX_OK)
+        return;
+    if (!atomic_load(&qp->tx.probe_owed)) {
+        if (emu_conn_rx_again_within(c, QP_PROBE_DEFER_ENGINE_US))
+            atomic_store(&qp->tx.probe_look, true);
+        return;
+    }
+    atomic_store(&qp->tx.probe_look, true);
+    uint64_t age = us_since(emu_now_us(), atomic_load_explicit(&qp->tx.probe_owed_us, memory_order_relaxed));
+    emu_conn_rx_again_after(c, age < QP_PROBE_DEFER_ENGINE_US ? (uint32_t)(QP_PROBE_DEFER_ENGINE_US - age) : 1);
+}
+
 int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
 {
-    flush_deferred(qp, true);
+    /* Kept answers and held posts go now; an owed probe only once it is
+     * QP_PROBE_DEFER_ENGINE_US old: the peer's next message (a ping-pong's
+     * reply) does not send it alone, the next post or this timer does. */
+    flush_deferred_within(qp, true, QP_PROBE_DEFER_ENGINE_US);
     if (leased_to_consumer(qp, c)) {
         atomic_store_explicit(&qp->poll.engine_parked, true, memory_order_relaxed);
         return EMU_RX_PAUSE;
@@ -812,6 +858,7 @@ int emu_qp_rx(struct emu_qp *qp, struct emu_conn *c, int fd)
     emu_unlock(&qp->rx.lock);
     if (kept && rc != EMU_RX_PAUSE)
         emu_conn_rx_again_after(c, QP_DEFER_ENGINE_US);
+    engine_probe_look(qp, c, rc);
     return rc;
 }
 

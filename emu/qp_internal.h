@@ -35,6 +35,8 @@
 #define QP_DEFER_ENGINE_US 100u         /* ... and one the engine kept, this long (emu_qp_rx) */
 #define QP_DEFER_RECENT_US 200u         /* on a QP that posted this recently (it answers, ping-pong) */
 #define QP_PROBE_DEFER_US 200u          /* a probe only quiet WRs wait for waits this long for a post */
+#define QP_PROBE_DEFER_ENGINE_US 1000u  /* ... and, with no lease, this long: the engine's timer is
+                                           the bound (a wake-up, where a pass's look is free) */
 #define QP_HOLD_INFLIGHT 4u             /* a post waits for the next pass only behind this many
                                            unfinished WRs (emu_qp_post_send: doorbell batching), */
 #define QP_HOLD_MAX 16u                 /* at most this many posts wait: the next one sends them all, */
@@ -221,6 +223,8 @@ struct qp_tx {
                                    or a pass QP_PROBE_DEFER_US later (probe_due, flush_deferred);
                                    written under tx.lock, read without it by pollers */
     _Atomic uint64_t probe_owed_us; /* emu_now_us() when the probe became owed */
+    atomic_bool probe_look;     /* without a lease: the engine has its timer for the owed probe
+                                   (or a kick to arm it) on the way (qp_probe_look) */
     bool probe_force;           /* flush_deferred: the owed probe goes now */
     uint64_t uncovered_bytes;   /* bytes of the WRs started since the last Read Request */
     bool probe_was_large;       /* the last probe covered QP_PROBE_BATCH_BYTES or more (probe_due) */
@@ -395,6 +399,8 @@ void qp_tx_terminate(struct emu_qp *qp, const struct emu_term *t);
 
 /* A consumer's lease keeps the engine off this QP's socket now (qp.c). */
 bool qp_engine_parked(struct emu_qp *qp);
+/* (tx.lock) A probe became owed with no lease: the engine's timer bounds it (qp.c). */
+void qp_probe_look(struct emu_qp *qp);
 /* emu_now_us(), or the time the calling thread's polling pass or post
  * began (qp.c). */
 uint64_t qp_clock(void);

@@ -351,21 +351,26 @@ static bool probe_due(struct emu_qp *qp, bool sq_dry)
  * wait for confirmation: nobody waits for the probe, as an HCA's ACK of
  * such a message is coalesced with later ones. It leaves with the next
  * post that wants one (a signalled WR's probe covers everything before
- * it), or, owed, at a consumer pass QP_PROBE_DEFER_US later, when that
- * thread sleeps, or at the engine's next look (flush_deferred). Only while
- * a consumer holds the lease, the engine parked behind it: the engine's
- * look when the lease runs out is then the bound. So a ping-pong with
- * suppressed completions carries no probe and no answer per message. The
- * peer closing meanwhile waits for the probe (emu_qp_quiesce) at most that
- * long; our own graceful disconnect sends it at once. */
+ * it), or, owed, when half the send queue waits, when the posting thread
+ * sleeps, or after a bound (flush_deferred): while a consumer holds the
+ * lease (the engine parked behind it), its pass QP_PROBE_DEFER_US later or
+ * the engine's look when the lease runs out; without one, the engine's
+ * timer QP_PROBE_DEFER_ENGINE_US later (qp_probe_look). So a ping-pong
+ * with suppressed completions carries no probe and no answer per message,
+ * polled or not (a blocking Write ping-pong, which the engine places,
+ * carried three FPDUs a message). The peer closing meanwhile waits for the
+ * probe (emu_qp_quiesce) at most that long; our own graceful disconnect
+ * sends it at once. */
 static bool probe_may_wait(struct emu_qp *qp, int32_t uncovered)
 {
     if (qp->tx.probe_force || qp->tx.disc_pending || (int32_t)(qp->tx.wanted_tail - qp->orq.covered) > 0 ||
-        (uint32_t)uncovered * 2 >= qp->tx.sq_cap || !qp_engine_parked(qp))
+        (uint32_t)uncovered * 2 >= qp->tx.sq_cap || qp->link.c == NULL)
         return false;
     if (!atomic_load_explicit(&qp->tx.probe_owed, memory_order_relaxed)) {
         atomic_store_explicit(&qp->tx.probe_owed_us, qp_clock(), memory_order_relaxed);
-        atomic_store_explicit(&qp->tx.probe_owed, true, memory_order_release);
+        atomic_store(&qp->tx.probe_owed, true);
+        if (!qp_engine_parked(qp))
+            qp_probe_look(qp);
     }
     return true;
 }

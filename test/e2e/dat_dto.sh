@@ -99,4 +99,21 @@ else
     echo "not ok - dto quiet: placement probes '${best}' for 2002 Sends in the best of three runs (want at most 1501)"
     fail=1
 fi
+# quiet without leases (SOFTDAT_POLL_US=off: the engines place every
+# message, as in a program that blocks or watches its memory): a probe
+# only suppressed Sends wait for waits for the next signalled one, or the
+# engine's timer (QP_PROBE_DEFER_ENGINE_US) on a run that slow; it no
+# longer rides with every message. No lease timing is involved, so one run
+# is held to the bound (not under a sanitizer, whose run is slow enough
+# for the timer to send some).
+SOFTDAT_POLL_US=off SOFTDAT_LOG=debug run quiet
+probes=$(sed -n 's/.*connection.s data path: .* \([0-9]*\) placement probes.*/\1/p' "$tmp/cli.quiet" 2>/dev/null | head -1)
+if [ -n "${SANITIZE:-}" ]; then
+    echo "ok - dto quiet without leases: $probes placement probes for 2002 Sends (not checked under $SANITIZE)"
+elif [ -n "$probes" ] && [ "$probes" -le 1501 ]; then
+    echo "ok - dto quiet without leases: $probes placement probes for 2002 Sends, 500 signalled"
+else
+    echo "not ok - dto quiet without leases: placement probes '${probes}' for 2002 Sends (want at most 1501)"
+    fail=1
+fi
 exit $fail

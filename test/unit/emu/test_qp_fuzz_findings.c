@@ -91,6 +91,13 @@ void emu_conn_rx_again_after(struct emu_conn *c, uint32_t usec)
     (void)usec;
 }
 
+bool emu_conn_rx_again_within(struct emu_conn *c, uint32_t usec)
+{
+    (void)c;
+    (void)usec;
+    return false;
+}
+
 int emu_conn_rx_kick(struct emu_conn *c)
 {
     (void)c;

@@ -517,8 +517,8 @@ static uint64_t probes_sent(struct qp_side *s)
  * brings one, which confirms every Send before it, in order; probes only
  * quiet Sends wait for go at a pass QP_PROBE_DEFER_US later, or at once
  * when the thread is about to sleep (emu_qp_sleep_fd); a graceful
- * disconnect sends one at once. Without the lease (nobody polls) a quiet
- * Send is probed as before. */
+ * disconnect sends one at once. Without the lease (nobody polls) the
+ * engine's timer is the bound (t_engine_bounds_an_owed_probe). */
 START_TEST(t_quiet_sends_wait_for_a_wanted_probe)
 {
     ib_pair_up(EMU_CRC_OFF);
@@ -528,7 +528,7 @@ START_TEST(t_quiet_sends_wait_for_a_wanted_probe)
     for (int i = 0; i < N; i++)
         ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){dst[i], 64}), 0);
 
-    /* Nobody polls: a quiet Send gets its probe, and completes. */
+    /* Nobody polls: the engine's timer sends the probe (t_engine_bounds_an_owed_probe). */
     uint64_t p0 = probes_sent(&A);
     ck_assert_int_eq(qp_post_send(&A, 0, src, 64, EMU_WR_QUIET), 0);
     ck_assert(QP_WAIT_FOR(&A, A.ns >= 1));
@@ -791,6 +791,78 @@ START_TEST(t_read_responses_share_a_write)
 }
 END_TEST
 
+/* The bound of a probe only quiet WRs wait for when nobody polls (the
+ * engine drives both sides): QP_PROBE_DEFER_ENGINE_US (emu/qp_internal.h). */
+#define ENGINE_PROBE_BOUND_US 1000u
+
+/* InfiniBand semantics, nobody polls (a blocking program; the engines
+ * place everything): a quiet Send leaves without a placement probe, and
+ * with no further traffic at all the engine's timer sends the probe
+ * QP_PROBE_DEFER_ENGINE_US after the post, which confirms the Send. In an
+ * engine-driven ping-pong of quiet Sends with every 8th signalled, only
+ * the signalled ones carry probes (and at most one more per bound of time
+ * the run took): each message carried one before, three FPDUs a message
+ * with its answer. Every Send completes successfully, in order. */
+START_TEST(t_engine_bounds_an_owed_probe)
+{
+    ib_pair_up(EMU_CRC_OFF);
+    enum { N = 64, EVERY = 8 };
+    static uint8_t src[64], adst[N][64], bdst[N + 1][64];
+    qp_fill(src, sizeof src, 9);
+    for (int i = 0; i <= N; i++)
+        ck_assert_int_eq(emu_qp_post_recv(B.qp, (uint64_t)i, 1, &(struct emu_sge){bdst[i], 64}), 0);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(emu_qp_post_recv(A.qp, (uint64_t)i, 1, &(struct emu_sge){adst[i], 64}), 0);
+
+    /* One quiet Send, then silence: the timer's probe. */
+    uint64_t p0 = probes_sent(&A);
+    uint64_t t0 = emu_now_us();
+    ck_assert_int_eq(qp_post_send(&A, 0, src, 64, EMU_WR_QUIET), 0);
+    if (emu_now_us() - t0 < ENGINE_PROBE_BOUND_US / 2) /* not preempted past the bound meanwhile */
+        ck_assert_uint_eq(probes_sent(&A), p0);
+    ck_assert(QP_WAIT_FOR(&B, B.nr >= 1));
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= 1));
+    uint64_t waited = emu_now_us() - t0;
+    ck_assert_msg(waited >= ENGINE_PROBE_BOUND_US - 50, "confirmed after %llu us: sent before the bound",
+                  (unsigned long long)waited);
+    ck_assert_uint_eq(probes_sent(&A), p0 + 1);
+    ck_assert_uint_eq(A.scq[0].cookie, 0);
+    ck_assert_int_eq(A.scq[0].status, EMU_WC_SUCCESS);
+
+    /* An engine-driven ping-pong: A's Sends quiet but every 8th, B's replies quiet. */
+    uint64_t p1 = probes_sent(&A), b1 = probes_sent(&B);
+    uint64_t t1 = emu_now_us();
+    for (int i = 1; i <= N; i++) {
+        uint32_t fl = i % EVERY == 0 ? 0 : EMU_WR_QUIET;
+        ck_assert_int_eq(qp_post_send(&A, (uint64_t)i, src, 64, fl), 0);
+        ck_assert(QP_WAIT_FOR(&B, B.nr >= i + 1));
+        ck_assert_int_eq(qp_post_send(&B, (uint64_t)i, src, 64, EMU_WR_QUIET), 0);
+        ck_assert(QP_WAIT_FOR(&A, A.nr >= i));
+    }
+    uint64_t took_us = emu_now_us() - t1;
+    uint64_t a_probes = probes_sent(&A) - p1, b_probes = probes_sent(&B) - b1;
+    uint64_t by_time = took_us / ENGINE_PROBE_BOUND_US + 1;
+    ck_assert_msg(a_probes <= N / EVERY + by_time, "A: %llu probes for %d Sends (%d signalled) in %llu us",
+                  (unsigned long long)a_probes, N, N / EVERY, (unsigned long long)took_us);
+    ck_assert_msg(b_probes <= by_time, "B: %llu probes for %d quiet Sends in %llu us",
+                  (unsigned long long)b_probes, N, (unsigned long long)took_us);
+    /* Every Send is confirmed (the last of A's is signalled, B's last
+     * probe goes by the timer), in post order. */
+    ck_assert(QP_WAIT_FOR(&A, A.ns >= N + 1));
+    ck_assert(QP_WAIT_FOR(&B, B.ns >= N));
+    assert_sent_in_order(N + 1);
+    for (int i = 0; i < N; i++) {
+        ck_assert_uint_eq(B.scq[i].cookie, (uint64_t)(i + 1));
+        ck_assert_int_eq(B.scq[i].status, EMU_WC_SUCCESS);
+    }
+    for (int i = 0; i <= N; i++)
+        ck_assert_int_eq(memcmp(bdst[i], src, 64), 0);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(memcmp(adst[i], src, 64), 0);
+    qp_pair_down();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("emu_qp_poll");
@@ -806,6 +878,7 @@ static Suite *suite(void)
     tcase_add_test(tc, t_confirmation_after_the_pass);
     tcase_add_test(tc, t_confirmation_without_lease_at_once);
     tcase_add_test(tc, t_quiet_sends_wait_for_a_wanted_probe);
+    tcase_add_test(tc, t_engine_bounds_an_owed_probe);
     tcase_add_test(tc, t_engine_keeps_probe_answer_for_the_reply);
     tcase_add_test(tc, t_abrupt_close_confirms_quiet_sends);
     tcase_add_test(tc, t_post_after_confirming_reply_not_held);
