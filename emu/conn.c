@@ -90,6 +90,8 @@ void conn_listener_unlink(struct emu_conn *c)
     c->listener = NULL;
 }
 
+static void rx_timer_cancel(struct emu_conn *c);
+
 /* Close the socket and stop watching it (engine thread). The object stays. */
 static void conn_close(struct emu_conn *c, bool abortive)
 {
@@ -105,8 +107,7 @@ static void conn_close(struct emu_conn *c, bool abortive)
     if (c->retry)
         emu_timer_cancel(c->retry);
     if (c->rx_timer)
-        emu_timer_cancel(c->rx_timer);
-    c->rx_timer_at = 0;
+        rx_timer_cancel(c);
     emu_lock(&c->lock);
     struct emu_fdw *w = c->w;
     int fd = c->fd;
@@ -519,12 +520,20 @@ static int drain(struct emu_conn *c)
     return EMU_RX_OK;
 }
 
-/* (Engine thread) rx_timer fires usec from now; its deadline is kept for
- * emu_conn_rx_again_after. */
+/* (Engine thread) rx_timer fires usec from now. Every arm, cancel and
+ * firing goes through these and conn_rx_again, so rx_timer_at is the
+ * pending deadline, or 0: emu_conn_rx_again_within needs no event_pending
+ * (libevent's base lock) on the engine's every receive run. */
 static void rx_timer_arm(struct emu_conn *c, uint32_t usec)
 {
     if (emu_timer_arm(c->rx_timer, usec) == 0)
         c->rx_timer_at = emu_now_us() + usec;
+}
+
+static void rx_timer_cancel(struct emu_conn *c)
+{
+    emu_timer_cancel(c->rx_timer);
+    c->rx_timer_at = 0;
 }
 
 /* Returns the rx hook's answer (EMU_RX_PAUSE: reading paused, the retry
@@ -558,8 +567,7 @@ static void rx_again(struct emu_conn *c)
 {
     if (gone(c) || (c->state != CS_EST && c->state != CS_CLOSING))
         return;
-    emu_timer_cancel(c->rx_timer);
-    c->rx_timer_at = 0;
+    rx_timer_cancel(c);
     if (est_readable(c) != EMU_RX_PAUSE && !gone(c) && (c->state == CS_EST || c->state == CS_CLOSING))
         conn_watch(c, EMU_EV_READ, 0);
 }
@@ -567,6 +575,7 @@ static void rx_again(struct emu_conn *c)
 static void conn_rx_again(void *arg)
 {
     struct emu_conn *c = arg;
+    c->rx_timer_at = 0; /* fired */
     enter(c);
     rx_again(c);
     leave(c);
@@ -588,15 +597,14 @@ void emu_conn_rx_again_after(struct emu_conn *c, uint32_t usec)
     if (usec == 0)
         usec = 1;
     /* Already due by then: leave it (no timerfd re-armed per message). */
-    if (emu_timer_pending(c->rx_timer) && c->rx_timer_at != 0 && c->rx_timer_at <= emu_now_us() + usec)
+    if (emu_conn_rx_again_within(c, usec))
         return;
     rx_timer_arm(c, usec);
 }
 
 bool emu_conn_rx_again_within(struct emu_conn *c, uint32_t usec)
 {
-    return c != NULL && c->rx_timer != NULL && c->rx_timer_at != 0 && emu_timer_pending(c->rx_timer) &&
-           c->rx_timer_at <= emu_now_us() + usec;
+    return c != NULL && c->rx_timer_at != 0 && c->rx_timer_at <= emu_now_us() + usec;
 }
 
 int emu_conn_rx_kick(struct emu_conn *c)
